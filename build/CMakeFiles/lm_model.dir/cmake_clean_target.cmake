@@ -1,0 +1,3 @@
+file(REMOVE_RECURSE
+  "liblm_model.a"
+)

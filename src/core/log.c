@@ -1,0 +1,53 @@
+/* log.c - default stderr sink and the redirectable log path. */
+#include "core/log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static lm_log_fn sink_fn;
+static void *sink_user;
+static int min_level = -1; /* -1: not yet read from the environment */
+
+void lm_log_set(lm_log_fn fn, void *user)
+{
+    sink_fn = fn;
+    sink_user = user;
+}
+
+void lm_log_set_level(enum lm_log_level level)
+{
+    min_level = (int)level;
+}
+
+static int default_level(void)
+{
+    const char *e = getenv("LAMINA_LOG");
+    if (!e)
+        return LM_LOG_INFO;
+    if (!strcmp(e, "debug"))
+        return LM_LOG_DEBUG;
+    if (!strcmp(e, "warn"))
+        return LM_LOG_WARN;
+    if (!strcmp(e, "error"))
+        return LM_LOG_ERROR;
+    return LM_LOG_INFO;
+}
+
+void lm_log(enum lm_log_level level, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (sink_fn) {
+        sink_fn(level, buf, sink_user);
+        return;
+    }
+    if (min_level < 0)
+        min_level = default_level();
+    if ((int)level <= min_level)
+        fputs(buf, stderr);
+}

@@ -1,0 +1,40 @@
+/* cpu.h - the CPU backend: a persistent threadpool, a graph executor, one file
+ * per op family (cpu/ops/), and kernels chosen at run time by CPU features
+ * (cpu/kernels/: generic/ always built; x86-avx2/, x86-avx512/ override it).
+ *
+ * The backend computes graphs whose tensors live in host buffers. Threads: by
+ * default the number of online cores; never more threads than cores.
+ */
+#ifndef LM_CPU_H
+#define LM_CPU_H
+
+#include <stdbool.h>
+
+#include "backend/backend.h"
+
+/* A new CPU backend with n_threads workers (<= 0: one per online core). */
+lm_status lm_cpu_backend_new(int n_threads, lm_backend_t *out);
+/* Registry entry "cpu" (init = lm_cpu_backend_new with the default threads). */
+const struct lm_backend_reg *lm_cpu_backend_reg(void);
+bool lm_backend_is_cpu(lm_backend_t be);
+
+/* CPU features found by cpuid (and enabled by the OS), for dispatch and for
+ * llama_print_system_info. */
+struct lm_cpu_features {
+    bool sse3, ssse3, avx, avx2, fma, f16c;
+    bool avx512f, avx512bw, avx512vl, avx512dq, avx512vnni, avx512bf16, avx512vbmi;
+    bool avx_vnni;
+};
+const struct lm_cpu_features *lm_cpu_features(void);
+
+/* Kernel sets ("generic", "avx2", "avx512"), most capable last. */
+enum lm_cpu_isa { LM_ISA_GENERIC = 0, LM_ISA_AVX2 = 1, LM_ISA_AVX512 = 2, LM_ISA_COUNT };
+const char *lm_cpu_isa_name(enum lm_cpu_isa isa);
+/* The best kernel set this machine runs (and this build contains). */
+enum lm_cpu_isa lm_cpu_isa_best(void);
+/* Use kernel sets up to `isa` (for tests and benches comparing ISAs); returns
+ * the level actually in effect (min of isa and best). Process-wide; call
+ * between graph computations. */
+enum lm_cpu_isa lm_cpu_isa_limit(enum lm_cpu_isa isa);
+
+#endif

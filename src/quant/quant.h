@@ -1,0 +1,46 @@
+/* quant.h - reference (portable C) conversion of every tensor type to and from
+ * f32: the decoders are bit-identical to ggml's, the encoders produce the same
+ * blocks as ggml's reference quantizers (see docs/formats.md for exceptions).
+ *
+ * These are the oracles for SIMD kernels and the engine of `lamina quantize`.
+ * All functions are thread-safe and allocate nothing unless stated.
+ */
+#ifndef LM_QUANT_H
+#define LM_QUANT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/type.h"
+
+/* y[0..n) = the values of the n elements (n a multiple of the block size) at x. */
+typedef void (*lm_to_float_fn)(const void *x, float *y, int64_t n);
+/* Encode n floats (n a multiple of the block size) into blocks at y. */
+typedef void (*lm_from_float_fn)(const float *x, void *y, int64_t n);
+
+struct lm_quant_traits {
+    lm_to_float_fn to_float;        /* NULL only for integer types */
+    lm_from_float_fn from_float;    /* reference encoder; NULL where none exists (IQ2 needs lm_quantize_chunk) */
+    bool needs_imatrix;             /* true for IQ2_XXS / IQ2_XS */
+};
+
+/* Conversion functions of a type. For an unsupported type, a row of NULLs. Never NULL. */
+const struct lm_quant_traits *lm_quant_traits(enum lm_type t);
+
+/* Quantize rows [start_row, start_row + nrows) of a matrix of rows of
+ * n_per_row floats at src (row r at src + r*n_per_row) into dst (row r at
+ * dst + r*lm_row_size(type, n_per_row)). imatrix: NULL or n_per_row
+ * importance weights (the quantizers that support it use it; IQ2 requires it).
+ * Returns the bytes written, or 0 on a bad argument (unsupported type, n_per_row
+ * not a multiple of the block size, missing required imatrix). Thread-safe. */
+size_t lm_quantize_chunk(enum lm_type type, const float *src, void *dst, int64_t start_row, int64_t nrows,
+                         int64_t n_per_row, const float *imatrix);
+
+/* True when lm_quantize_chunk needs an importance matrix for this type. */
+bool lm_quantize_requires_imatrix(enum lm_type t);
+
+/* Check that a row of blocks holds finite scales (no NaN/Inf fp16 d); true if valid. */
+bool lm_validate_row_data(enum lm_type t, const void *data, size_t nbytes);
+
+#endif
