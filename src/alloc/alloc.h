@@ -35,6 +35,14 @@ lm_status lm_gallocr_reserve(struct lm_gallocr *ga, struct lm_graph *g);
  * callers set inputs after this). Leafs/nodes flagged LM_FLAG_OUTPUT or
  * LM_FLAG_INPUT are never overwritten by other tensors. */
 lm_status lm_gallocr_alloc_graph(struct lm_gallocr *ga, struct lm_graph *g);
+/* The same, where the tensors in keep[0..n_keep) are never released (they are
+ * read after the graph by someone else, e.g. copied to another backend). */
+lm_status lm_gallocr_alloc_graph_keep(struct lm_gallocr *ga, struct lm_graph *g, struct lm_tensor *const *keep,
+                                      int n_keep);
+lm_status lm_gallocr_reserve_keep(struct lm_gallocr *ga, struct lm_graph *g, struct lm_tensor *const *keep,
+                                  int n_keep);
+/* The allocator's current buffer, or NULL. */
+struct lm_buffer *lm_gallocr_buffer(const struct lm_gallocr *ga);
 /* Size of the current buffer (0 before the first reserve). */
 size_t lm_gallocr_buffer_size(const struct lm_gallocr *ga);
 /* Peak bytes the last reserve/alloc computed for its graph. */
@@ -43,6 +51,7 @@ size_t lm_gallocr_peak(const struct lm_gallocr *ga);
 /* Pure planning for one graph (no buffer): peak bytes and each tensor's offset.
  * `offsets` has g->n_nodes + g->n_leafs slots (nodes first) and gets SIZE_MAX
  * for tensors that need no placement. Used by lm_gallocr and by tests. */
-lm_status lm_galloc_plan(struct lm_graph *g, lm_buft buft, size_t *offsets, size_t *peak);
+lm_status lm_galloc_plan(struct lm_graph *g, lm_buft buft, struct lm_tensor *const *keep, int n_keep, size_t *offsets,
+                         size_t *peak);
 
 #endif
