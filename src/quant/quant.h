@@ -20,27 +20,36 @@ typedef void (*lm_to_float_fn)(const void *x, float *y, int64_t n);
 typedef void (*lm_from_float_fn)(const float *x, void *y, int64_t n);
 
 struct lm_quant_traits {
-    lm_to_float_fn to_float;        /* NULL only for integer types */
+    lm_to_float_fn to_float;        /* NULL for integer types and types not implemented */
     lm_from_float_fn from_float;    /* reference encoder; NULL where none exists (IQ2 needs lm_quantize_chunk) */
     bool needs_imatrix;             /* true for IQ2_XXS / IQ2_XS */
 };
 
-/* Conversion functions of a type. For an unsupported type, a row of NULLs. Never NULL. */
+/* Conversion functions of a type. For an unsupported type, a row of NULLs. Never NULL.
+ * Implemented: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q2_K..Q6_K, Q8_K.
+ * IQ2_XXS / IQ2_XS are not implemented yet (NULL functions, needs_imatrix set). */
 const struct lm_quant_traits *lm_quant_traits(enum lm_type t);
 
 /* Quantize rows [start_row, start_row + nrows) of a matrix of rows of
  * n_per_row floats at src (row r at src + r*n_per_row) into dst (row r at
  * dst + r*lm_row_size(type, n_per_row)). imatrix: NULL or n_per_row
  * importance weights (the quantizers that support it use it; IQ2 requires it).
- * Returns the bytes written, or 0 on a bad argument (unsupported type, n_per_row
- * not a multiple of the block size, missing required imatrix). Thread-safe. */
+ * Without imatrix the bytes equal ggml's reference quantizers; with one, the
+ * seed's (llama.cpp b1892) imatrix quantizers (Q4_0..Q5_1, Q2_K..Q6_K; F16,
+ * BF16, F32, Q8_0, Q8_1, Q8_K ignore it). Returns the bytes written, or 0 on a
+ * bad argument (unsupported type, NULL src/dst, start_row < 0, n_per_row not a
+ * positive multiple of the block size, missing required imatrix). Thread-safe. */
 size_t lm_quantize_chunk(enum lm_type type, const float *src, void *dst, int64_t start_row, int64_t nrows,
                          int64_t n_per_row, const float *imatrix);
 
 /* True when lm_quantize_chunk needs an importance matrix for this type. */
 bool lm_quantize_requires_imatrix(enum lm_type t);
 
-/* Check that a row of blocks holds finite scales (no NaN/Inf fp16 d); true if valid. */
+/* Check nbytes of data of type t: every fp16 scale field (d, m, dmin, s) of
+ * every block, Q8_K's float d, and every value of F32/F16/BF16 data must be
+ * finite. Integer types always pass. Returns true if valid; false (with a
+ * warning logged) on NaN/Inf, an unknown type or nbytes not a multiple of the
+ * block size. Thread-safe. */
 bool lm_validate_row_data(enum lm_type t, const void *data, size_t nbytes);
 
 #endif
