@@ -1,0 +1,107 @@
+/* build.h - building blocks for the forward graphs of model/arch/<name>.c.
+ *
+ * An lm_build holds what a graph builder needs for one batch: the model, the
+ * context parameters, the KV cache with the slot of this batch, and the input
+ * tensors (filled after allocation by context.c). The helpers below are the
+ * pieces every architecture shares: embeddings, norms, RoPE, attention over the
+ * KV cache, feed-forward blocks (plain, gated, mixture of experts) and the
+ * output head. A builder reads like the model's equations, top to bottom.
+ */
+#ifndef LM_BUILD_H
+#define LM_BUILD_H
+
+#include "model/kv_cache.h"
+#include "model/model.h"
+
+/* Context parameters after defaults are resolved (context.c). */
+struct lm_cparams {
+    uint32_t n_ctx;
+    uint32_t n_batch;
+    uint32_t n_threads;
+    uint32_t n_threads_batch;
+    float rope_freq_base;
+    float rope_freq_scale;
+    uint32_t n_yarn_orig_ctx;
+    float yarn_ext_factor;
+    float yarn_attn_factor;
+    float yarn_beta_fast;
+    float yarn_beta_slow;
+    enum lm_type type_k, type_v;
+    bool logits_all;
+    bool embedding;
+};
+
+enum lm_norm_kind { LM_NORM_RMS, LM_NORM_LAYER };
+enum lm_ffn_act { LM_ACT_SILU, LM_ACT_GELU, LM_ACT_RELU_SQR };
+enum lm_ffn_gate { LM_FFN_SEQUENTIAL, LM_FFN_PARALLEL }; /* act(gate(x)) * up(x) vs act(up(x)) */
+
+struct lm_build {
+    struct lm_ctx *ctx;             /* graph arena (no_alloc) */
+    struct lm_graph *graph;
+    const struct lm_model *m;
+    const struct lm_hparams *hp;
+    const struct lm_cparams *cp;
+    struct lm_kv_cache *kv;
+
+    int32_t n_tokens;               /* tokens of this batch */
+    int32_t n_kv;                   /* cache cells attended to (a multiple of 32, <= size) */
+    int32_t kv_head;                /* first cell of this batch */
+    int32_t n_outputs;              /* rows of logits to produce */
+    bool alibi_mask;                /* mask holds -|pos_q - pos_k| (ALiBi archs) */
+
+    /* inputs, flagged LM_FLAG_INPUT, filled by the caller after allocation */
+    struct lm_tensor *inp_tokens;   /* I32 [n_tokens], or NULL when inp_embd is used */
+    struct lm_tensor *inp_embd;     /* F32 [n_embd, n_tokens] embeddings input, or NULL */
+    struct lm_tensor *inp_pos;      /* I32 [n_tokens] */
+    struct lm_tensor *inp_mask;     /* F32 [n_kv, n_tokens] 0 / -inf (or -|i-j|) */
+    struct lm_tensor *inp_out_ids;  /* I32 [n_outputs] batch rows that produce logits */
+
+    /* outputs */
+    struct lm_tensor *out_embd;     /* F32 [n_embd, n_outputs] final normed hidden state */
+    struct lm_tensor *out_logits;   /* F32 [n_vocab, n_outputs] */
+};
+
+/* The token (or embedding) input [n_embd, n_tokens]. Creates the inputs. */
+struct lm_tensor *lm_b_inp_embd(struct lm_build *b);
+/* Creates inp_pos and inp_mask (once per graph). */
+void lm_b_inputs_attn(struct lm_build *b);
+
+/* norm(x) * w (+ bias); w and bias may be NULL. */
+struct lm_tensor *lm_b_norm(struct lm_build *b, struct lm_tensor *x, struct lm_tensor *w, struct lm_tensor *bias,
+                            enum lm_norm_kind kind);
+/* w x (+ bias) */
+struct lm_tensor *lm_b_lin(struct lm_build *b, struct lm_tensor *w, struct lm_tensor *x, struct lm_tensor *bias);
+/* RoPE of x [head, n_heads, n_tokens] at inp_pos, rotating n_rot dims. */
+struct lm_tensor *lm_b_rope(struct lm_build *b, struct lm_tensor *x, int n_rot, int mode);
+
+/* Store k [n_embd_head_k, n_head_kv, T] and v [n_embd_v_gqa, T] of layer il in
+ * the cache, attend q [n_embd_head_k, n_head, T] over the cached keys and
+ * values, and project with wo (+bo; wo may be NULL). kq_scale multiplies Q·K;
+ * ALiBi from hparams.f_max_alibi_bias; kqv clamping when f_clamp_kqv > 0 is the
+ * caller's job (it applies to q/k/v before). */
+struct lm_tensor *lm_b_attn(struct lm_build *b, int il, struct lm_tensor *q, struct lm_tensor *k, struct lm_tensor *v,
+                            struct lm_tensor *wo, struct lm_tensor *bo, float kq_scale);
+
+/* Feed-forward: down(act(gate(x)) * up(x)) for SEQUENTIAL with a gate, or
+ * down(act(up(x))) without one; biases optional. */
+struct lm_tensor *lm_b_ffn(struct lm_build *b, struct lm_tensor *x, const struct lm_layer *l, enum lm_ffn_act act);
+/* Mixture of experts (Mixtral): softmax router, top n_expert_used, weights
+ * renormalised, SiLU-gated experts, weighted sum. */
+struct lm_tensor *lm_b_moe(struct lm_build *b, struct lm_tensor *x, const struct lm_layer *l);
+
+/* Select the rows of x [n_embd, n_tokens] that produce outputs, apply the
+ * final norm, set out_embd, project with the output matrix (+bias) and set
+ * out_logits. */
+struct lm_tensor *lm_b_output(struct lm_build *b, struct lm_tensor *x, enum lm_norm_kind kind);
+
+/* Sets up the graph, calls the architecture's builder and expands the graph
+ * from the outputs. LM_OK or the arena's error. */
+lm_status lm_build_graph(struct lm_build *b);
+
+/* A graph that re-rotates every cached key by its cell's pending delta
+ * (after seq_shift/seq_div). Its input inp_pos holds the deltas (I32 [size]). */
+lm_status lm_build_k_shift(struct lm_build *b);
+
+#define LM_GRAPH_MAX_NODES 8192
+
+#endif

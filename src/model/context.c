@@ -1,0 +1,383 @@
+/* context.c - context creation and llama_decode: batch checks, KV slot,
+ * graph build, allocation, inputs, compute, outputs.
+ *
+ * Per decode nothing is allocated while shapes repeat: the graph arena is
+ * reset, the scheduler's buffers only grow, and the logits buffer keeps its
+ * capacity.
+ */
+#include "model/context.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "core/time.h"
+#include "cpu/cpu.h"
+#include "vocab/vocab.h"
+
+static void resolve_params(const struct lm_model *m, const struct lm_context_params *p, struct lm_cparams *cp)
+{
+    const struct lm_hparams *hp = &m->hp;
+    memset(cp, 0, sizeof *cp);
+    cp->n_ctx = p->n_ctx ? p->n_ctx : hp->n_ctx_train;
+    cp->n_batch = p->n_batch < cp->n_ctx ? p->n_batch : cp->n_ctx;
+    if (cp->n_batch == 0)
+        cp->n_batch = 1;
+    cp->n_threads = p->n_threads;
+    cp->n_threads_batch = p->n_threads_batch;
+    cp->rope_freq_base = p->rope_freq_base != 0.0f ? p->rope_freq_base : hp->rope_freq_base_train;
+    cp->rope_freq_scale = p->rope_freq_scale != 0.0f ? p->rope_freq_scale : hp->rope_freq_scale_train;
+    cp->n_yarn_orig_ctx = p->yarn_orig_ctx     ? p->yarn_orig_ctx
+                          : hp->n_yarn_orig_ctx ? hp->n_yarn_orig_ctx
+                                                : hp->n_ctx_train;
+    int scaling = p->rope_scaling_type >= 0 ? p->rope_scaling_type : (int)hp->rope_scaling_type_train;
+    if (scaling == LM_ROPE_SCALING_NONE)
+        cp->rope_freq_scale = 1.0f;
+    cp->yarn_ext_factor = p->yarn_ext_factor >= 0.0f ? p->yarn_ext_factor
+                                                     : (scaling == LM_ROPE_SCALING_YARN ? 1.0f : 0.0f);
+    cp->yarn_attn_factor = p->yarn_attn_factor;
+    cp->yarn_beta_fast = p->yarn_beta_fast;
+    cp->yarn_beta_slow = p->yarn_beta_slow;
+    cp->type_k = p->type_k;
+    cp->type_v = p->type_v;
+    cp->logits_all = p->logits_all;
+    cp->embedding = p->embedding;
+}
+
+lm_status lm_context_new(const struct lm_model *model, const struct lm_context_params *p, struct lm_context **out)
+{
+    if (!model || !p || !out || !model->ctx)
+        return LM_ERR_INVALID_ARG;
+    struct lm_context *c = calloc(1, sizeof *c);
+    if (!c)
+        return LM_ERR_NOMEM;
+    c->model = model;
+    resolve_params(model, p, &c->cp);
+    lm_status st = LM_OK;
+    if (c->cp.n_ctx > (1u << 24) || !(c->cp.rope_freq_base > 0.0f) || !(c->cp.rope_freq_scale > 0.0f)) {
+        LM_LOG_ERR("context: bad parameters (n_ctx %u, rope base %g scale %g)\n", c->cp.n_ctx,
+                   (double)c->cp.rope_freq_base, (double)c->cp.rope_freq_scale);
+        st = LM_ERR_INVALID_ARG;
+    }
+    if (!st)
+        st = lm_cpu_backend_new((int)c->cp.n_threads, &c->cpu);
+    if (!st) {
+        st = lm_kv_init(&c->kv, &model->hp, c->cp.type_k, c->cp.type_v, c->cp.n_ctx, lm_backend_default_buft(c->cpu));
+        if (st)
+            LM_LOG_ERR("context: cannot create a KV cache of %u cells (%s)\n", c->cp.n_ctx, lm_status_str(st));
+    }
+    if (!st)
+        st = lm_sched_new(&c->cpu, 1, LM_GRAPH_MAX_NODES, &c->sched);
+    if (!st) {
+        struct lm_ctx_params gp = {
+            .mem_size = LM_GRAPH_MAX_NODES * lm_tensor_overhead() + lm_graph_overhead(LM_GRAPH_MAX_NODES),
+            .no_alloc = true,
+        };
+        st = lm_ctx_new(&gp, &c->gctx);
+    }
+    if (!st) {
+        c->embd = calloc(model->hp.n_embd, sizeof(float));
+        if (!c->embd)
+            st = LM_ERR_NOMEM;
+    }
+    if (st) {
+        lm_context_free(c);
+        return st;
+    }
+    *out = c;
+    return LM_OK;
+}
+
+void lm_context_free(struct lm_context *c)
+{
+    if (!c)
+        return;
+    lm_sched_free(c->sched);
+    lm_kv_free(&c->kv);
+    lm_backend_free(c->cpu);
+    lm_ctx_free(c->gctx);
+    free(c->logits);
+    free(c->embd);
+    free(c);
+}
+
+void lm_context_set_threads(struct lm_context *c, uint32_t n_threads, uint32_t n_threads_batch)
+{
+    c->cp.n_threads = n_threads;
+    c->cp.n_threads_batch = n_threads_batch;
+}
+
+/* ---- batch checks ---- */
+
+struct batch_info {
+    int32_t *pos;
+    uint64_t *seq;      /* sequence masks */
+    int32_t *seq0;      /* first sequence of each token (for the mask) */
+    int32_t *out_ids;   /* rows producing outputs */
+    int32_t n_out;
+    bool rows_by_index; /* logits stored as rows by batch index */
+};
+
+static void batch_info_free(struct batch_info *bi)
+{
+    free(bi->pos);
+    free(bi->seq);
+    free(bi->seq0);
+    free(bi->out_ids);
+}
+
+static int check_batch(struct lm_context *c, const struct lm_batch *b, struct batch_info *bi)
+{
+    const struct lm_model *m = c->model;
+    int32_t n = b->n_tokens;
+    if (n <= 0 || (uint32_t)n > c->cp.n_batch) {
+        LM_LOG_ERR("decode: batch of %d tokens (n_batch is %u)\n", n, c->cp.n_batch);
+        return -1;
+    }
+    if (!b->token && !b->embd) {
+        LM_LOG_ERR("decode: batch has neither tokens nor embeddings\n");
+        return -1;
+    }
+    bi->pos = malloc((size_t)n * sizeof *bi->pos);
+    bi->seq = malloc((size_t)n * sizeof *bi->seq);
+    bi->seq0 = malloc((size_t)n * sizeof *bi->seq0);
+    bi->out_ids = malloc((size_t)n * sizeof *bi->out_ids);
+    if (!bi->pos || !bi->seq || !bi->seq0 || !bi->out_ids)
+        return -2;
+    for (int32_t i = 0; i < n; i++) {
+        if (b->token && (b->token[i] < 0 || (uint32_t)b->token[i] >= m->hp.n_vocab)) {
+            LM_LOG_ERR("decode: token %d at %d is not in the vocabulary (n_vocab %u)\n", b->token[i], i, m->hp.n_vocab);
+            return -1;
+        }
+        bi->pos[i] = b->pos ? b->pos[i] : b->all_pos_0 + i * b->all_pos_1;
+        if (bi->pos[i] < 0) {
+            LM_LOG_ERR("decode: negative position %d at %d\n", bi->pos[i], i);
+            return -1;
+        }
+        int32_t ns = b->seq_id ? (b->n_seq_id ? b->n_seq_id[i] : 1) : 1;
+        if (ns < 1 || ns > LM_MAX_SEQ) {
+            LM_LOG_ERR("decode: token %d belongs to %d sequences\n", i, ns);
+            return -1;
+        }
+        bi->seq[i] = 0;
+        for (int32_t s = 0; s < ns; s++) {
+            int32_t id = b->seq_id ? b->seq_id[i][s] : b->all_seq_id;
+            if (id < 0 || id >= LM_MAX_SEQ) {
+                LM_LOG_ERR("decode: sequence id %d out of range [0, %d)\n", id, LM_MAX_SEQ);
+                return -1;
+            }
+            bi->seq[i] |= (uint64_t)1 << id;
+            if (s == 0)
+                bi->seq0[i] = id;
+        }
+    }
+    bi->rows_by_index = c->cp.logits_all || b->logits;
+    bi->n_out = 0;
+    for (int32_t i = 0; i < n; i++) {
+        bool want = c->cp.logits_all || (b->logits ? b->logits[i] != 0 : i == n - 1);
+        if (c->cp.embedding && i == n - 1)
+            want = true;
+        if (want)
+            bi->out_ids[bi->n_out++] = i;
+    }
+    return 0;
+}
+
+/* ---- inputs and outputs ---- */
+
+static lm_status set_inputs(struct lm_context *c, struct lm_build *bd, const struct lm_batch *b,
+                            const struct batch_info *bi)
+{
+    lm_status st = LM_OK;
+    int32_t n = b->n_tokens;
+    if (bd->inp_tokens)
+        st = lm_tensor_set(bd->inp_tokens, b->token, 0, (size_t)n * sizeof(int32_t));
+    if (!st && bd->inp_embd)
+        st = lm_tensor_set(bd->inp_embd, b->embd, 0, (size_t)n * c->model->hp.n_embd * sizeof(float));
+    if (!st && bd->inp_pos)
+        st = lm_tensor_set(bd->inp_pos, bi->pos, 0, (size_t)n * sizeof(int32_t));
+    if (!st && bd->inp_out_ids)
+        st = lm_tensor_set(bd->inp_out_ids, bi->out_ids, 0, (size_t)bi->n_out * sizeof(int32_t));
+    if (!st && bd->inp_mask) {
+        size_t sz = (size_t)bd->n_kv * (size_t)n;
+        float *mask = malloc(sz * sizeof(float));
+        if (!mask)
+            return LM_ERR_NOMEM;
+        for (int32_t j = 0; j < n; j++) {
+            uint64_t bit = (uint64_t)1 << bi->seq0[j];
+            for (int32_t i = 0; i < bd->n_kv; i++) {
+                const struct lm_kv_cell *cell = &c->kv.cells[i];
+                bool visible = (cell->seq & bit) && cell->pos <= bi->pos[j];
+                float v = -INFINITY;
+                if (visible)
+                    v = bd->alibi_mask ? -fabsf((float)(cell->pos - bi->pos[j])) : 0.0f;
+                mask[(size_t)j * (size_t)bd->n_kv + (size_t)i] = v;
+            }
+        }
+        st = lm_tensor_set(bd->inp_mask, mask, 0, sz * sizeof(float));
+        free(mask);
+    }
+    return st;
+}
+
+static lm_status read_outputs(struct lm_context *c, struct lm_build *bd, const struct lm_batch *b,
+                              const struct batch_info *bi)
+{
+    const struct lm_hparams *hp = &c->model->hp;
+    size_t nv = hp->n_vocab;
+    size_t rows = bi->rows_by_index ? (size_t)b->n_tokens : 1;
+    if (rows * nv > c->logits_cap) {
+        float *nl = realloc(c->logits, rows * nv * sizeof(float));
+        if (!nl)
+            return LM_ERR_NOMEM;
+        c->logits = nl;
+        c->logits_cap = rows * nv;
+    }
+    lm_status st = LM_OK;
+    for (int32_t k = 0; k < bi->n_out && !st; k++) {
+        int32_t row = bi->out_ids[k];
+        if (!bi->rows_by_index && row != b->n_tokens - 1)
+            continue;
+        float *dst = c->logits + (bi->rows_by_index ? (size_t)row * nv : 0);
+        st = lm_tensor_get(bd->out_logits, dst, (size_t)k * nv * sizeof(float), nv * sizeof(float));
+    }
+    c->n_logit_rows = (int32_t)rows;
+    c->logits_ready = true;
+    if (!st && c->cp.embedding) {
+        size_t ne = hp->n_embd;
+        st = lm_tensor_get(bd->out_embd, c->embd, (size_t)(bi->n_out - 1) * ne * sizeof(float), ne * sizeof(float));
+        c->embd_ready = !st;
+    }
+    return st;
+}
+
+/* ---- compute ---- */
+
+static void build_init(struct lm_context *c, struct lm_build *bd)
+{
+    lm_sched_reset(c->sched);
+    lm_ctx_reset(c->gctx);
+    memset(bd, 0, sizeof *bd);
+    bd->ctx = c->gctx;
+    bd->m = c->model;
+    bd->hp = &c->model->hp;
+    bd->cp = &c->cp;
+    bd->kv = &c->kv;
+    bd->alibi_mask = c->model->hp.f_max_alibi_bias > 0.0f;
+}
+
+static lm_status run_graph(struct lm_context *c, struct lm_graph *g, int n_threads)
+{
+    lm_backend_set_n_threads(c->cpu, n_threads);
+    return lm_sched_graph_compute(c->sched, g);
+}
+
+lm_status lm_context_apply_k_shift(struct lm_context *c)
+{
+    if (!c->kv.has_shift)
+        return LM_OK;
+    struct lm_build bd;
+    build_init(c, &bd);
+    lm_status st = lm_build_k_shift(&bd);
+    if (!st)
+        st = lm_sched_alloc_graph(c->sched, bd.graph);
+    if (!st) {
+        int32_t *d = malloc(c->kv.size * sizeof *d);
+        if (!d)
+            return LM_ERR_NOMEM;
+        for (uint32_t i = 0; i < c->kv.size; i++)
+            d[i] = c->kv.cells[i].delta;
+        st = lm_tensor_set(bd.inp_pos, d, 0, c->kv.size * sizeof *d);
+        free(d);
+    }
+    if (!st)
+        st = run_graph(c, bd.graph, (int)c->cp.n_threads_batch);
+    lm_sched_reset(c->sched);
+    if (!st) {
+        for (uint32_t i = 0; i < c->kv.size; i++)
+            c->kv.cells[i].delta = 0;
+        c->kv.has_shift = false;
+    }
+    return st;
+}
+
+static lm_status compute_batch(struct lm_context *c, const struct lm_batch *b, const struct batch_info *bi)
+{
+    struct lm_build bd;
+    build_init(c, &bd);
+    uint32_t cell_max = lm_kv_cell_max(&c->kv);
+    uint32_t n_kv = (cell_max + 31) / 32 * 32;
+    bd.n_kv = (int32_t)(n_kv < 32 ? 32 : n_kv);
+    if ((uint32_t)bd.n_kv > c->kv.size)
+        bd.n_kv = (int32_t)c->kv.size;
+    bd.n_tokens = b->n_tokens;
+    bd.kv_head = (int32_t)c->kv.head;
+    bd.n_outputs = bi->n_out;
+    if (!b->token) {
+        bd.inp_embd = lm_new_tensor_2d(c->gctx, LM_TYPE_F32, c->model->hp.n_embd, b->n_tokens);
+        if (bd.inp_embd) {
+            bd.inp_embd->flags |= LM_FLAG_INPUT;
+            lm_set_name(bd.inp_embd, "inp_embd");
+        }
+    }
+    lm_status st = lm_build_graph(&bd);
+    if (st)
+        LM_LOG_ERR("decode: cannot build the graph: %s (%s)\n", lm_status_str(st), lm_ctx_error(c->gctx));
+    if (!st)
+        st = lm_sched_alloc_graph(c->sched, bd.graph);
+    if (!st)
+        st = set_inputs(c, &bd, b, bi);
+    if (!st)
+        st = run_graph(c, bd.graph, (int)(b->n_tokens == 1 ? c->cp.n_threads : c->cp.n_threads_batch));
+    if (!st)
+        st = read_outputs(c, &bd, b, bi);
+    lm_sched_reset(c->sched);
+    return st;
+}
+
+int lm_context_decode(struct lm_context *c, const struct lm_batch *b)
+{
+    struct batch_info bi = {0};
+    int64_t t0 = lm_time_us();
+    int ret = check_batch(c, b, &bi);
+    if (ret) {
+        batch_info_free(&bi);
+        return ret;
+    }
+    if (lm_context_apply_k_shift(c)) {
+        batch_info_free(&bi);
+        return -2;
+    }
+    struct lm_kv_cache *kv = &c->kv;
+    if (kv->head > kv->used + 2 * (uint32_t)b->n_tokens)
+        kv->head = 0;
+    if (!lm_kv_find_slot(kv, (uint32_t)b->n_tokens, bi.pos, bi.seq)) {
+        batch_info_free(&bi);
+        return 1;
+    }
+    uint32_t slot = kv->head;
+    lm_status st = compute_batch(c, b, &bi);
+    if (st) {
+        LM_LOG_ERR("decode: %s\n", lm_status_str(st));
+        for (int32_t i = 0; i < b->n_tokens; i++) { /* give the slot back */
+            kv->cells[slot + (uint32_t)i] = (struct lm_kv_cell){.pos = -1};
+            kv->used--;
+        }
+        batch_info_free(&bi);
+        return -2;
+    }
+    kv->head = slot + (uint32_t)b->n_tokens;
+    if (kv->head >= kv->size)
+        kv->head = 0;
+    int64_t dt = lm_time_us() - t0;
+    if (b->n_tokens == 1) {
+        c->t_eval_us += dt;
+        c->n_eval += 1;
+    } else {
+        c->t_p_eval_us += dt;
+        c->n_p_eval += b->n_tokens;
+    }
+    batch_info_free(&bi);
+    return 0;
+}

@@ -1,0 +1,72 @@
+/* context.h - an inference context: KV cache, backends, decode, outputs.
+ *
+ * A context borrows a model (read-only) and owns the per-step state: the KV
+ * cache, the graph arena and allocator, the logits and embedding buffers and
+ * timings. lm_context_decode runs one batch through the model (b1892's
+ * llama_decode semantics). Not thread-safe: one caller at a time.
+ */
+#ifndef LM_CONTEXT_H
+#define LM_CONTEXT_H
+
+#include "backend/sched.h"
+#include "model/build.h"
+#include "model/kv_cache.h"
+
+/* Same layout as llama.h's llama_batch (the API casts between them). */
+struct lm_batch {
+    int32_t n_tokens;
+    int32_t *token;
+    float *embd;
+    int32_t *pos;
+    int32_t *n_seq_id;
+    int32_t **seq_id;
+    int8_t *logits;
+    int32_t all_pos_0;
+    int32_t all_pos_1;
+    int32_t all_seq_id;
+};
+
+struct lm_context {
+    const struct lm_model *model;
+    struct lm_cparams cp;
+    struct lm_kv_cache kv;
+
+    lm_backend_t cpu;
+    struct lm_sched *sched;
+    struct lm_ctx *gctx;          /* graph arena, reset per decode */
+
+    float *logits;                /* rows of n_vocab floats */
+    size_t logits_cap;            /* floats allocated */
+    int32_t n_logit_rows;         /* rows valid after the last decode */
+    bool logits_ready;
+    float *embd;                  /* [n_embd] last token's final hidden state */
+    bool embd_ready;
+
+    int64_t t_p_eval_us, t_eval_us;
+    int32_t n_p_eval, n_eval;
+};
+
+/* Resolve defaults (0 = from the model, as llama_context_params documents). */
+struct lm_context_params {
+    uint32_t n_ctx, n_batch, n_threads, n_threads_batch;
+    int rope_scaling_type;   /* -1 unspecified, 0 none, 1 linear, 2 yarn */
+    float rope_freq_base, rope_freq_scale;
+    float yarn_ext_factor, yarn_attn_factor, yarn_beta_fast, yarn_beta_slow;
+    uint32_t yarn_orig_ctx;
+    enum lm_type type_k, type_v;
+    bool logits_all, embedding;
+};
+
+lm_status lm_context_new(const struct lm_model *model, const struct lm_context_params *p, struct lm_context **out);
+void lm_context_free(struct lm_context *c);
+
+/* Decode a batch. Returns 0 on success, 1 when the KV cache has no room,
+ * -1 for an invalid batch (message logged), -2 when computing failed. */
+int lm_context_decode(struct lm_context *c, const struct lm_batch *batch);
+
+/* Apply pending K rotations (after seq_shift/seq_div); LM_OK if none. */
+lm_status lm_context_apply_k_shift(struct lm_context *c);
+
+void lm_context_set_threads(struct lm_context *c, uint32_t n_threads, uint32_t n_threads_batch);
+
+#endif

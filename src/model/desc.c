@@ -1,0 +1,67 @@
+/* desc.c - human-readable model descriptions ("llama 7B Q4_0"). */
+#include <stdio.h>
+
+#include "model/model.h"
+
+const char *lm_ftype_name(uint32_t ftype)
+{
+    switch (ftype) {
+    case 0: return "all F32";
+    case 1: return "F16";
+    case 2: return "Q4_0";
+    case 3: return "Q4_1";
+    case 4: return "Q4_1, some F16";
+    case 7: return "Q8_0";
+    case 8: return "Q5_0";
+    case 9: return "Q5_1";
+    case 10: return "Q2_K";
+    case 11: return "Q3_K - Small";
+    case 12: return "Q3_K - Medium";
+    case 13: return "Q3_K - Large";
+    case 14: return "Q4_K - Small";
+    case 15: return "Q4_K - Medium";
+    case 16: return "Q5_K - Small";
+    case 17: return "Q5_K - Medium";
+    case 18: return "Q6_K";
+    case 19: return "IQ2_XXS - 2.0625 bpw";
+    case 20: return "IQ2_XS - 2.3125 bpw";
+    case 21: return "Q2_K - Small";
+    case 22: return "Q3_K - Extra small";
+    case 32: return "BF16";
+    default: return "unknown, may not work";
+    }
+}
+
+static const char *size_name(enum lm_model_size s)
+{
+    switch (s) {
+    case LM_SIZE_1B: return "1B";
+    case LM_SIZE_3B: return "3B";
+    case LM_SIZE_7B: return "7B";
+    case LM_SIZE_8x7B: return "8x7B";
+    case LM_SIZE_13B: return "13B";
+    case LM_SIZE_30B: return "30B";
+    case LM_SIZE_34B: return "34B";
+    case LM_SIZE_40B: return "40B";
+    case LM_SIZE_65B: return "65B";
+    case LM_SIZE_70B: return "70B";
+    default: return NULL;
+    }
+}
+
+int lm_model_desc(const struct lm_model *m, char *buf, size_t size)
+{
+    const char *sz = size_name(m->hp.size);
+    char count[32];
+    if (!sz) { /* print the parameter count: 260K, 1.1B, ... */
+        double n = (double)m->n_elements;
+        if (n >= 1e9)
+            snprintf(count, sizeof count, "%.1fB", n / 1e9);
+        else if (n >= 1e6)
+            snprintf(count, sizeof count, "%.0fM", n / 1e6);
+        else
+            snprintf(count, sizeof count, "%.0fK", n / 1e3);
+        sz = count;
+    }
+    return snprintf(buf, size, "%s %s %s", m->arch_name, sz, lm_ftype_name(m->hp.ftype));
+}

@@ -1,0 +1,67 @@
+/* kv_cache.h - the key/value cache of an inference context.
+ *
+ * `size` cells, one per cached token. Each cell records the token's position
+ * and the set of sequences it belongs to (a bit mask: sequence ids
+ * 0..LM_MAX_SEQ-1); a cell with pos < 0 is free. Per layer, K is a
+ * [n_embd_k_gqa, size] matrix (row = cell) and V is stored transposed,
+ * [size, n_embd_v_gqa] (row = one channel over all cells), so attention reads
+ * both with contiguous rows. Element types from the context (F16 default).
+ *
+ * Invariants: used == number of cells with pos >= 0; a cell with pos >= 0 has
+ * a non-empty seq mask; head is where the next slot search starts.
+ */
+#ifndef LM_KV_CACHE_H
+#define LM_KV_CACHE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+#include "model/model.h"
+
+#define LM_MAX_SEQ 64
+
+struct lm_kv_cell {
+    int32_t pos;    /* -1: free */
+    int32_t delta;  /* position shift not yet applied to K (seq_shift) */
+    uint64_t seq;   /* bit s: the cell belongs to sequence s */
+};
+
+struct lm_kv_cache {
+    uint32_t size;
+    uint32_t head;
+    uint32_t used;
+    bool has_shift;           /* some cell has delta != 0: K must be re-rotated */
+    struct lm_kv_cell *cells;
+    enum lm_type type_k, type_v;
+    uint32_t n_layer;
+    struct lm_tensor **k;     /* [n_layer] each [n_embd_k_gqa * size] */
+    struct lm_tensor **v;     /* [n_layer] each [size * n_embd_v_gqa] (transposed) */
+    struct lm_ctx *ctx;
+    struct lm_buffer *buf;
+};
+
+/* Allocate a cache of `size` cells for the model's layers in buffers of buft. */
+lm_status lm_kv_init(struct lm_kv_cache *kv, const struct lm_hparams *hp, enum lm_type type_k, enum lm_type type_v,
+                     uint32_t size, lm_buft buft);
+void lm_kv_free(struct lm_kv_cache *kv);
+
+/* Find n contiguous free cells and give them positions pos[i] and sequence
+ * masks seq[i]. Returns false (cache unchanged) when there is no room. */
+bool lm_kv_find_slot(struct lm_kv_cache *kv, uint32_t n, const int32_t *pos, const uint64_t *seq);
+/* 1 + the index of the last used cell (0 when empty). */
+uint32_t lm_kv_cell_max(const struct lm_kv_cache *kv);
+
+void lm_kv_clear(struct lm_kv_cache *kv);
+/* Positions [p0, p1) (p0 < 0: 0, p1 < 0: infinity); seq < 0: any sequence. */
+void lm_kv_seq_rm(struct lm_kv_cache *kv, int32_t seq, int32_t p0, int32_t p1);
+void lm_kv_seq_cp(struct lm_kv_cache *kv, int32_t src, int32_t dst, int32_t p0, int32_t p1);
+void lm_kv_seq_keep(struct lm_kv_cache *kv, int32_t seq);
+void lm_kv_seq_shift(struct lm_kv_cache *kv, int32_t seq, int32_t p0, int32_t p1, int32_t delta);
+void lm_kv_seq_div(struct lm_kv_cache *kv, int32_t seq, int32_t p0, int32_t p1, int d);
+/* Tokens counted once per sequence, and used cells. */
+int32_t lm_kv_token_count(const struct lm_kv_cache *kv);
+/* Highest position of seq (-1 if none). */
+int32_t lm_kv_seq_pos_max(const struct lm_kv_cache *kv, int32_t seq);
+
+#endif

@@ -1,0 +1,226 @@
+/* layers.c - the shared pieces of the forward graphs (see build.h).
+ *
+ * Attention follows llama.cpp b1892's layout: K cached as [n_embd_k_gqa] rows
+ * per cell, V cached transposed, Q·K on the cached types (F16 by default,
+ * which rounds Q to F16 in the dot product exactly as the reference does),
+ * softmax with scale, mask and optional ALiBi, then V·P.
+ */
+#include <math.h>
+
+#include "model/build.h"
+
+static struct lm_tensor *input(struct lm_build *b, struct lm_tensor *t, const char *name)
+{
+    if (t) {
+        t->flags |= LM_FLAG_INPUT;
+        lm_set_name(t, name);
+    }
+    return t;
+}
+
+struct lm_tensor *lm_b_inp_embd(struct lm_build *b)
+{
+    const struct lm_hparams *hp = b->hp;
+    if (b->inp_embd) /* the context asked for an embeddings input */
+        return b->inp_embd;
+    b->inp_tokens = input(b, lm_new_tensor_1d(b->ctx, LM_TYPE_I32, b->n_tokens), "inp_tokens");
+    struct lm_tensor *x = lm_get_rows(b->ctx, b->m->tok_embd, b->inp_tokens);
+    (void)hp;
+    return x;
+}
+
+void lm_b_inputs_attn(struct lm_build *b)
+{
+    if (!b->inp_pos)
+        b->inp_pos = input(b, lm_new_tensor_1d(b->ctx, LM_TYPE_I32, b->n_tokens), "inp_pos");
+    if (!b->inp_mask)
+        b->inp_mask = input(b, lm_new_tensor_2d(b->ctx, LM_TYPE_F32, b->n_kv, b->n_tokens), "inp_mask");
+}
+
+struct lm_tensor *lm_b_norm(struct lm_build *b, struct lm_tensor *x, struct lm_tensor *w, struct lm_tensor *bias,
+                            enum lm_norm_kind kind)
+{
+    x = kind == LM_NORM_RMS ? lm_rms_norm(b->ctx, x, b->hp->f_norm_rms_eps) : lm_norm(b->ctx, x, b->hp->f_norm_eps);
+    if (w)
+        x = lm_mul(b->ctx, x, w);
+    if (bias)
+        x = lm_add(b->ctx, x, bias);
+    return x;
+}
+
+struct lm_tensor *lm_b_lin(struct lm_build *b, struct lm_tensor *w, struct lm_tensor *x, struct lm_tensor *bias)
+{
+    x = lm_mul_mat(b->ctx, w, x);
+    if (bias)
+        x = lm_add(b->ctx, x, bias);
+    return x;
+}
+
+struct lm_tensor *lm_b_rope(struct lm_build *b, struct lm_tensor *x, int n_rot, int mode)
+{
+    lm_b_inputs_attn(b);
+    const struct lm_cparams *cp = b->cp;
+    struct lm_rope_params rp = {
+        .n_dims = n_rot,
+        .mode = mode,
+        .n_ctx_orig = (int)cp->n_yarn_orig_ctx,
+        .freq_base = cp->rope_freq_base,
+        .freq_scale = cp->rope_freq_scale,
+        .ext_factor = cp->yarn_ext_factor,
+        .attn_factor = cp->yarn_attn_factor,
+        .beta_fast = cp->yarn_beta_fast,
+        .beta_slow = cp->yarn_beta_slow,
+    };
+    return lm_rope(b->ctx, x, b->inp_pos, &rp);
+}
+
+/* Write k and v of this batch into the cache cells [kv_head, kv_head + T). */
+static void store_kv(struct lm_build *b, int il, struct lm_tensor *k, struct lm_tensor *v)
+{
+    struct lm_ctx *ctx = b->ctx;
+    const struct lm_kv_cache *kv = b->kv;
+    int64_t nk = lm_hp_n_embd_k_gqa(b->hp), nv = lm_hp_n_embd_v_gqa(b->hp);
+    struct lm_tensor *kl = kv->k[il], *vl = kv->v[il];
+    struct lm_tensor *kdst = lm_view_1d(ctx, kl, b->n_tokens * nk, lm_row_size(kl->type, nk) * (size_t)b->kv_head);
+    struct lm_tensor *vdst = lm_view_2d(ctx, vl, b->n_tokens, nv, lm_row_size(vl->type, kv->size),
+                                        lm_row_size(vl->type, b->kv_head));
+    struct lm_tensor *vt = lm_transpose(ctx, lm_reshape_2d(ctx, v, nv, b->n_tokens));
+    /* the copies must run before attention reads the cache: put them in the
+     * graph now (attention reads the cache through other views) */
+    lm_graph_expand(b->graph, lm_cpy(ctx, k, kdst));
+    lm_graph_expand(b->graph, lm_cpy(ctx, vt, vdst));
+}
+
+struct lm_tensor *lm_b_attn(struct lm_build *b, int il, struct lm_tensor *q, struct lm_tensor *k, struct lm_tensor *v,
+                            struct lm_tensor *wo, struct lm_tensor *bo, float kq_scale)
+{
+    struct lm_ctx *ctx = b->ctx;
+    const struct lm_hparams *hp = b->hp;
+    const struct lm_kv_cache *kv = b->kv;
+    int64_t hk = hp->n_embd_head_k, hv = hp->n_embd_head_v;
+    lm_b_inputs_attn(b);
+    store_kv(b, il, k, v);
+
+    struct lm_tensor *kl = kv->k[il], *vl = kv->v[il];
+    struct lm_tensor *kc = lm_view_3d(ctx, kl, hk, b->n_kv, hp->n_head_kv, lm_row_size(kl->type, lm_hp_n_embd_k_gqa(hp)),
+                                      lm_row_size(kl->type, hk), 0); /* [hk, n_kv, n_head_kv] */
+    struct lm_tensor *qp = lm_permute(ctx, q, 0, 2, 1, 3);           /* [hk, T, n_head] */
+    struct lm_tensor *kq = lm_mul_mat(ctx, kc, qp);                  /* [n_kv, T, n_head] */
+    kq = lm_soft_max_ext(ctx, kq, b->inp_mask, kq_scale, hp->f_max_alibi_bias);
+    struct lm_tensor *vc = lm_view_3d(ctx, vl, b->n_kv, hv, hp->n_head_kv, lm_row_size(vl->type, kv->size),
+                                      lm_row_size(vl->type, kv->size) * (size_t)hv, 0); /* [n_kv, hv, n_head_kv] */
+    struct lm_tensor *kqv = lm_mul_mat(ctx, vc, kq);                 /* [hv, T, n_head] */
+    struct lm_tensor *merged = lm_permute(ctx, kqv, 0, 2, 1, 3);     /* [hv, n_head, T] */
+    struct lm_tensor *cur = lm_cont_2d(ctx, merged, hv * hp->n_head, b->n_tokens);
+    if (wo)
+        cur = lm_b_lin(b, wo, cur, bo);
+    return cur;
+}
+
+static struct lm_tensor *activate(struct lm_build *b, struct lm_tensor *x, enum lm_ffn_act act)
+{
+    switch (act) {
+    case LM_ACT_SILU: return lm_silu(b->ctx, x);
+    case LM_ACT_GELU: return lm_gelu(b->ctx, x);
+    case LM_ACT_RELU_SQR: return lm_sqr(b->ctx, lm_relu(b->ctx, x));
+    }
+    return NULL;
+}
+
+struct lm_tensor *lm_b_ffn(struct lm_build *b, struct lm_tensor *x, const struct lm_layer *l, enum lm_ffn_act act)
+{
+    struct lm_tensor *up = lm_b_lin(b, l->ffn_up, x, l->ffn_up_b);
+    struct lm_tensor *cur;
+    if (l->ffn_gate)
+        cur = lm_mul(b->ctx, activate(b, lm_b_lin(b, l->ffn_gate, x, l->ffn_gate_b), act), up);
+    else
+        cur = activate(b, up, act);
+    return lm_b_lin(b, l->ffn_down, cur, l->ffn_down_b);
+}
+
+struct lm_tensor *lm_b_moe(struct lm_build *b, struct lm_tensor *x, const struct lm_layer *l)
+{
+    struct lm_ctx *ctx = b->ctx;
+    int64_t n_expert = b->hp->n_expert, n_used = b->hp->n_expert_used, T = b->n_tokens;
+    int64_t n_embd = b->hp->n_embd;
+    struct lm_tensor *logits = lm_mul_mat(ctx, l->ffn_gate_inp, x);          /* [n_expert, T] */
+    struct lm_tensor *probs = lm_soft_max(ctx, logits);
+    struct lm_tensor *sel = lm_top_k(ctx, probs, (int)n_used);              /* [n_used, T] */
+    struct lm_tensor *w = lm_get_rows(ctx, lm_reshape_3d(ctx, probs, 1, n_expert, T), sel); /* [1, n_used, T] */
+    w = lm_reshape_2d(ctx, w, n_used, T);
+    w = lm_div(ctx, w, lm_sum_rows(ctx, w));                                 /* renormalise */
+    struct lm_tensor *x3 = lm_reshape_3d(ctx, x, n_embd, 1, T);
+    struct lm_tensor *up = lm_mul_mat_id(ctx, l->ffn_up_exps, x3, sel);      /* [n_ff, n_used, T] */
+    struct lm_tensor *gate = lm_mul_mat_id(ctx, l->ffn_gate_exps, x3, sel);
+    struct lm_tensor *par = lm_mul(ctx, lm_silu(ctx, gate), up);
+    struct lm_tensor *ex = lm_mul_mat_id(ctx, l->ffn_down_exps, par, sel);  /* [n_embd, n_used, T] */
+    ex = lm_mul(ctx, ex, lm_reshape_3d(ctx, w, 1, n_used, T));
+    struct lm_tensor *out = NULL;
+    for (int64_t s = 0; s < n_used; s++) {
+        struct lm_tensor *slot = ex ? lm_view_2d(ctx, ex, n_embd, T, ex->nb[2], (size_t)s * ex->nb[1]) : NULL;
+        out = out ? lm_add(ctx, out, slot) : slot;
+    }
+    return n_used == 1 ? lm_cont(ctx, out) : out;
+}
+
+struct lm_tensor *lm_b_output(struct lm_build *b, struct lm_tensor *x, enum lm_norm_kind kind)
+{
+    const struct lm_model *m = b->m;
+    if (b->n_outputs < b->n_tokens) {
+        b->inp_out_ids = input(b, lm_new_tensor_1d(b->ctx, LM_TYPE_I32, b->n_outputs), "inp_out_ids");
+        x = lm_get_rows(b->ctx, x, b->inp_out_ids);
+    }
+    x = lm_b_norm(b, x, m->output_norm, m->output_norm_b, kind);
+    b->out_embd = x;
+    b->out_logits = lm_b_lin(b, m->output, x, m->output_b);
+    return b->out_logits;
+}
+
+lm_status lm_build_graph(struct lm_build *b)
+{
+    const struct lm_arch_def *def = lm_arch_get(b->hp->arch);
+    if (!def)
+        return LM_ERR_UNSUPPORTED;
+    b->graph = lm_graph_new(b->ctx, LM_GRAPH_MAX_NODES);
+    if (!b->graph)
+        return lm_ctx_status(b->ctx);
+    struct lm_tensor *logits = def->build(b);
+    if (!logits || lm_ctx_status(b->ctx))
+        return lm_ctx_status(b->ctx) ? lm_ctx_status(b->ctx) : LM_ERR_SHAPE;
+    b->out_embd->flags |= LM_FLAG_OUTPUT;
+    logits->flags |= LM_FLAG_OUTPUT;
+    lm_set_name(logits, "result_output");
+    lm_set_name(b->out_embd, "result_norm");
+    lm_status st = lm_graph_expand(b->graph, b->out_embd);
+    if (!st)
+        st = lm_graph_expand(b->graph, logits);
+    return st;
+}
+
+lm_status lm_build_k_shift(struct lm_build *b)
+{
+    struct lm_ctx *ctx = b->ctx;
+    const struct lm_hparams *hp = b->hp;
+    const struct lm_kv_cache *kv = b->kv;
+    b->graph = lm_graph_new(ctx, LM_GRAPH_MAX_NODES);
+    b->inp_pos = input(b, lm_new_tensor_1d(ctx, LM_TYPE_I32, kv->size), "inp_k_shift");
+    const struct lm_arch_def *def = lm_arch_get(hp->arch);
+    if (!def || def->rope_mode < 0)
+        return LM_ERR_UNSUPPORTED;
+    int mode = def->rope_mode;
+    int64_t hk = hp->n_embd_head_k;
+    lm_status st = lm_ctx_status(ctx);
+    for (uint32_t il = 0; il < hp->n_layer && !st; il++) {
+        struct lm_tensor *kl = kv->k[il];
+        struct lm_tensor *kview = lm_view_3d(ctx, kl, hk, hp->n_head_kv, kv->size, lm_row_size(kl->type, hk),
+                                             lm_row_size(kl->type, lm_hp_n_embd_k_gqa(hp)), 0);
+        struct lm_tensor *kf = kview;
+        if (kl->type != LM_TYPE_F32)
+            kf = lm_cpy(ctx, kview, lm_new_tensor_3d(ctx, LM_TYPE_F32, hk, hp->n_head_kv, kv->size));
+        struct lm_tensor *r = lm_b_rope(b, kf, (int)hp->n_rot, mode);
+        st = lm_graph_expand(b->graph, lm_cpy(ctx, r, kview));
+        if (!st)
+            st = lm_ctx_status(ctx);
+    }
+    return st ? st : lm_ctx_status(ctx);
+}

@@ -1,0 +1,548 @@
+/* loader.c - load a GGUF model: hyperparameters, vocabulary, weights.
+ *
+ * Order: open (gguf reader checks the container) -> architecture and common
+ * hyperparameters (checked for sanity: they size every buffer later) ->
+ * vocabulary -> the architecture declares its weights (lm_ld_tensor checks
+ * names and shapes against the file) -> every file tensor must have been used
+ * -> data placed: mmapped file as one host buffer (tensors point into it), or
+ * read into an allocated host buffer. Split MoE experts are gathered into
+ * 3-D tensors in an owned buffer either way.
+ */
+#include "model/loader.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc/alloc.h"
+#include "core/log.h"
+#include "core/time.h"
+#include "model/mapping.h"
+#include "vocab/vocab.h"
+
+#define MAX_GATHER 64
+
+struct gather { /* a 3-D expert tensor built from split tensors */
+    struct lm_tensor *t;
+    int64_t src[MAX_GATHER]; /* file tensor indices, one per expert */
+    int n;
+};
+
+struct lm_loader {
+    const char *path;
+    struct lm_gguf *g;
+    const struct lm_model_params *params;
+    struct lm_model *m;
+    char arch[32];
+    struct lm_tensor **file_tensor; /* per file tensor: the model tensor using it, or NULL */
+    struct gather *gathers;
+    int n_gathers, cap_gathers;
+    lm_status status;
+    char err[256];
+};
+
+lm_status lm_ld_fail(struct lm_loader *ld, lm_status st, const char *fmt, ...)
+{
+    if (ld->status == LM_OK) {
+        ld->status = st;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(ld->err, sizeof ld->err, fmt, ap);
+        va_end(ap);
+    }
+    return st;
+}
+
+lm_status lm_ld_status(const struct lm_loader *ld) { return ld->status; }
+
+/* ---- keys ---- */
+
+static const struct lm_kv_override *find_override(struct lm_loader *ld, const char *key)
+{
+    const struct lm_kv_override *o = ld->params->kv_overrides;
+    for (; o && o->key[0]; o++)
+        if (!strcmp(o->key, key))
+            return o;
+    return NULL;
+}
+
+/* Expand the "%s" arch prefix of a key and find it. */
+static int64_t find_key(struct lm_loader *ld, const char *fmt, char *key, size_t key_size)
+{
+    snprintf(key, key_size, fmt, ld->arch);
+    return lm_gguf_find_key(ld->g, key);
+}
+
+static lm_status missing_or_ok(struct lm_loader *ld, const char *key, bool required)
+{
+    if (required)
+        return lm_ld_fail(ld, LM_ERR_CORRUPT, "required key %s is missing", key);
+    return LM_OK;
+}
+
+lm_status lm_ld_u32(struct lm_loader *ld, const char *fmt, uint32_t *out, bool required)
+{
+    char key[160];
+    int64_t i = find_key(ld, fmt, key, sizeof key);
+    const struct lm_kv_override *o = find_override(ld, key);
+    if (o) {
+        if (o->tag != LM_KV_OVERRIDE_INT || o->int_value < 0 || o->int_value > UINT32_MAX)
+            return lm_ld_fail(ld, LM_ERR_INVALID_ARG, "override %s: expected an unsigned 32-bit integer", key);
+        *out = (uint32_t)o->int_value;
+        return LM_OK;
+    }
+    if (i < 0)
+        return missing_or_ok(ld, key, required);
+    if (lm_gguf_get_u32(ld->g, i, out))
+        return lm_ld_fail(ld, LM_ERR_CORRUPT, "key %s: expected an unsigned 32-bit integer", key);
+    return LM_OK;
+}
+
+lm_status lm_ld_f32(struct lm_loader *ld, const char *fmt, float *out, bool required)
+{
+    char key[160];
+    int64_t i = find_key(ld, fmt, key, sizeof key);
+    const struct lm_kv_override *o = find_override(ld, key);
+    if (o) {
+        if (o->tag != LM_KV_OVERRIDE_FLOAT)
+            return lm_ld_fail(ld, LM_ERR_INVALID_ARG, "override %s: expected a float", key);
+        *out = (float)o->float_value;
+        return LM_OK;
+    }
+    if (i < 0)
+        return missing_or_ok(ld, key, required);
+    if (lm_gguf_get_f32(ld->g, i, out))
+        return lm_ld_fail(ld, LM_ERR_CORRUPT, "key %s: expected a float", key);
+    return LM_OK;
+}
+
+lm_status lm_ld_bool(struct lm_loader *ld, const char *fmt, bool *out, bool required)
+{
+    char key[160];
+    int64_t i = find_key(ld, fmt, key, sizeof key);
+    const struct lm_kv_override *o = find_override(ld, key);
+    if (o) {
+        if (o->tag != LM_KV_OVERRIDE_BOOL)
+            return lm_ld_fail(ld, LM_ERR_INVALID_ARG, "override %s: expected a bool", key);
+        *out = o->bool_value;
+        return LM_OK;
+    }
+    if (i < 0)
+        return missing_or_ok(ld, key, required);
+    if (lm_gguf_get_bool(ld->g, i, out))
+        return lm_ld_fail(ld, LM_ERR_CORRUPT, "key %s: expected a bool", key);
+    return LM_OK;
+}
+
+lm_status lm_ld_str(struct lm_loader *ld, const char *fmt, char *buf, size_t size, bool required)
+{
+    char key[160];
+    int64_t i = find_key(ld, fmt, key, sizeof key);
+    if (i < 0)
+        return missing_or_ok(ld, key, required);
+    const char *s;
+    size_t len;
+    if (lm_gguf_get_str(ld->g, i, &s, &len))
+        return lm_ld_fail(ld, LM_ERR_CORRUPT, "key %s: expected a string", key);
+    snprintf(buf, size, "%s", s);
+    return LM_OK;
+}
+
+/* ---- tensors ---- */
+
+static struct lm_tensor *make_tensor(struct lm_loader *ld, enum lm_type type, int n_dims, const int64_t *ne,
+                                     const char *name)
+{
+    struct lm_tensor *t = lm_new_tensor(ld->m->ctx, type, n_dims, ne);
+    if (!t) {
+        lm_ld_fail(ld, LM_ERR_NOMEM, "tensor %s: %s", name, lm_ctx_error(ld->m->ctx));
+        return NULL;
+    }
+    lm_set_name(t, name);
+    return t;
+}
+
+static bool dims_match(const struct lm_gguf_tensor_info *ti, int n_dims, const int64_t *ne)
+{
+    for (int d = 0; d < 4; d++) {
+        int64_t want = d < n_dims ? ne[d] : 1;
+        if (ti->ne[d] != want)
+            return false;
+    }
+    return true;
+}
+
+struct lm_tensor *lm_ld_tensor(struct lm_loader *ld, int flags, int n_dims, const int64_t *ne, const char *fmt, ...)
+{
+    if (ld->status)
+        return NULL;
+    char name[LM_MAX_NAME];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    int64_t i = lm_gguf_find_tensor(ld->g, name);
+    if (i < 0) {
+        if (!(flags & LM_LD_OPTIONAL))
+            lm_ld_fail(ld, LM_ERR_CORRUPT, "tensor '%s' not found", name);
+        return NULL;
+    }
+    const struct lm_gguf_tensor_info *ti = lm_gguf_tensor_info(ld->g, i);
+    if (!dims_match(ti, n_dims, ne)) {
+        lm_ld_fail(ld, LM_ERR_CORRUPT,
+                   "tensor '%s' has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld, %lld]", name,
+                   (long long)ti->ne[0], (long long)ti->ne[1], (long long)ti->ne[2], (long long)ti->ne[3],
+                   (long long)ne[0], (long long)(n_dims > 1 ? ne[1] : 1), (long long)(n_dims > 2 ? ne[2] : 1));
+        return NULL;
+    }
+    if (ld->file_tensor[i]) {
+        if (flags & LM_LD_DUPLICATE)
+            return ld->file_tensor[i];
+        lm_ld_fail(ld, LM_ERR_CORRUPT, "tensor '%s' is used twice", name);
+        return NULL;
+    }
+    struct lm_tensor *t = make_tensor(ld, ti->type, n_dims, ne, name);
+    ld->file_tensor[i] = t;
+    return t;
+}
+
+struct lm_tensor *lm_ld_experts(struct lm_loader *ld, int64_t ne0, int64_t ne1, int64_t n_expert, const char *base_fmt,
+                                int il)
+{
+    if (ld->status)
+        return NULL;
+    char base[LM_MAX_NAME], name[LM_MAX_NAME + 32];
+    snprintf(base, sizeof base, base_fmt, il);
+    snprintf(name, sizeof name, "%s_exps.weight", base);
+    if (lm_gguf_find_tensor(ld->g, name) >= 0)
+        return lm_ld_tensor(ld, LM_LD_REQUIRED, LM_NE3(ne0, ne1, n_expert), "%s", name);
+    if (n_expert > MAX_GATHER) {
+        lm_ld_fail(ld, LM_ERR_UNSUPPORTED, "%lld split experts (max %d)", (long long)n_expert, MAX_GATHER);
+        return NULL;
+    }
+    struct gather gt = {.n = (int)n_expert};
+    enum lm_type type = LM_TYPE_COUNT;
+    for (int x = 0; x < n_expert; x++) {
+        snprintf(name, sizeof name, "%s.%d.weight", base, x);
+        int64_t i = lm_gguf_find_tensor(ld->g, name);
+        if (i < 0) {
+            lm_ld_fail(ld, LM_ERR_CORRUPT, "expert tensor '%s' not found", name);
+            return NULL;
+        }
+        const struct lm_gguf_tensor_info *ti = lm_gguf_tensor_info(ld->g, i);
+        if (!dims_match(ti, 2, (const int64_t[]){ne0, ne1}) || (type != LM_TYPE_COUNT && ti->type != type) ||
+            ld->file_tensor[i]) {
+            lm_ld_fail(ld, LM_ERR_CORRUPT, "expert tensor '%s' has the wrong shape or type, or is reused", name);
+            return NULL;
+        }
+        type = ti->type;
+        gt.src[x] = i;
+    }
+    snprintf(name, sizeof name, "%s_exps.weight", base);
+    gt.t = make_tensor(ld, type, 3, (const int64_t[]){ne0, ne1, n_expert}, name);
+    if (!gt.t)
+        return NULL;
+    for (int x = 0; x < n_expert; x++)
+        ld->file_tensor[gt.src[x]] = gt.t;
+    if (ld->n_gathers == ld->cap_gathers) {
+        int nc = ld->cap_gathers ? 2 * ld->cap_gathers : 16;
+        struct gather *ng = realloc(ld->gathers, (size_t)nc * sizeof *ng);
+        if (!ng) {
+            lm_ld_fail(ld, LM_ERR_NOMEM, "out of memory");
+            return NULL;
+        }
+        ld->gathers = ng;
+        ld->cap_gathers = nc;
+    }
+    ld->gathers[ld->n_gathers++] = gt;
+    return gt.t;
+}
+
+/* ---- hyperparameters ---- */
+
+static enum lm_model_size size_class(const struct lm_hparams *hp)
+{
+    if (hp->arch != LM_ARCH_LLAMA)
+        return LM_SIZE_UNKNOWN;
+    switch (hp->n_layer) {
+    case 22: return LM_SIZE_1B;
+    case 26: return LM_SIZE_3B;
+    case 32: return hp->n_expert == 8 ? LM_SIZE_8x7B : LM_SIZE_7B;
+    case 40: return LM_SIZE_13B;
+    case 48: return LM_SIZE_34B;
+    case 60: return LM_SIZE_30B;
+    case 80: return hp->n_head == hp->n_head_kv ? LM_SIZE_65B : LM_SIZE_70B;
+    default: return LM_SIZE_UNKNOWN;
+    }
+}
+
+/* Read the keys every architecture shares and check them for sanity. */
+static lm_status read_hparams(struct lm_loader *ld, struct lm_hparams *hp)
+{
+    memset(hp, 0, sizeof *hp);
+    hp->ftype = 1024; /* guessed */
+    hp->rope_freq_base_train = 10000.0f;
+    hp->rope_freq_scale_train = 1.0f;
+    hp->f_norm_eps = 1e-5f;
+    hp->f_norm_rms_eps = 1e-5f;
+    lm_ld_u32(ld, "general.file_type", &hp->ftype, false);
+    lm_ld_u32(ld, "%s.context_length", &hp->n_ctx_train, true);
+    lm_ld_u32(ld, "%s.embedding_length", &hp->n_embd, true);
+    lm_ld_u32(ld, "%s.feed_forward_length", &hp->n_ff, true);
+    lm_ld_u32(ld, "%s.block_count", &hp->n_layer, true);
+    lm_ld_u32(ld, "%s.attention.head_count", &hp->n_head, true);
+    if (ld->status)
+        return ld->status;
+    hp->n_head_kv = hp->n_head;
+    lm_ld_u32(ld, "%s.attention.head_count_kv", &hp->n_head_kv, false);
+    lm_ld_u32(ld, "%s.expert_count", &hp->n_expert, false);
+    lm_ld_u32(ld, "%s.expert_used_count", &hp->n_expert_used, false);
+    lm_ld_f32(ld, "%s.attention.layer_norm_epsilon", &hp->f_norm_eps, false);
+    lm_ld_f32(ld, "%s.attention.layer_norm_rms_epsilon", &hp->f_norm_rms_eps, false);
+    lm_ld_f32(ld, "%s.attention.clamp_kqv", &hp->f_clamp_kqv, false);
+    lm_ld_f32(ld, "%s.attention.max_alibi_bias", &hp->f_max_alibi_bias, false);
+    lm_ld_f32(ld, "%s.rope.freq_base", &hp->rope_freq_base_train, false);
+    float scale = 0.0f;
+    lm_ld_f32(ld, "%s.rope.scale_linear", &scale, false);
+    lm_ld_f32(ld, "%s.rope.scaling.factor", &scale, false);
+    hp->rope_freq_scale_train = scale == 0.0f ? 1.0f : 1.0f / scale;
+    char stype[32] = "";
+    lm_ld_str(ld, "%s.rope.scaling.type", stype, sizeof stype, false);
+    hp->rope_scaling_type_train = !strcmp(stype, "yarn")     ? LM_ROPE_SCALING_YARN
+                                  : !strcmp(stype, "linear") ? LM_ROPE_SCALING_LINEAR
+                                  : !strcmp(stype, "none")   ? LM_ROPE_SCALING_NONE
+                                  : scale != 0.0f            ? LM_ROPE_SCALING_LINEAR
+                                                             : LM_ROPE_SCALING_NONE;
+    hp->n_yarn_orig_ctx = hp->n_ctx_train;
+    lm_ld_u32(ld, "%s.rope.scaling.original_context_length", &hp->n_yarn_orig_ctx, false);
+    lm_ld_bool(ld, "%s.rope.scaling.finetuned", &hp->rope_finetuned, false);
+    if (ld->status)
+        return ld->status;
+
+    if (hp->n_embd == 0 || hp->n_embd > (1u << 20) || hp->n_layer == 0 || hp->n_layer > LM_MAX_LAYERS ||
+        hp->n_head == 0 || hp->n_head > 4096 || hp->n_head_kv == 0 || hp->n_head % hp->n_head_kv ||
+        hp->n_ff > (1u << 24) || hp->n_ctx_train == 0 || hp->n_expert > LM_MAX_EXPERTS ||
+        hp->n_expert_used > hp->n_expert || (hp->n_expert && !hp->n_expert_used))
+        return lm_ld_fail(ld, LM_ERR_CORRUPT,
+                          "implausible hyperparameters: n_embd %u n_layer %u n_head %u n_head_kv %u n_ff %u "
+                          "n_ctx_train %u n_expert %u/%u",
+                          hp->n_embd, hp->n_layer, hp->n_head, hp->n_head_kv, hp->n_ff, hp->n_ctx_train,
+                          hp->n_expert_used, hp->n_expert);
+    if (!(hp->rope_freq_base_train > 0.0f) || !(hp->rope_freq_scale_train > 0.0f) || !(hp->f_norm_eps >= 0.0f) ||
+        !(hp->f_norm_rms_eps >= 0.0f) || !(hp->f_max_alibi_bias >= 0.0f))
+        return lm_ld_fail(ld, LM_ERR_CORRUPT, "implausible rope/norm parameters");
+    hp->n_embd_head_k = hp->n_embd / hp->n_head;
+    hp->n_embd_head_v = hp->n_embd / hp->n_head;
+    lm_ld_u32(ld, "%s.attention.key_length", &hp->n_embd_head_k, false);
+    lm_ld_u32(ld, "%s.attention.value_length", &hp->n_embd_head_v, false);
+    hp->n_rot = hp->n_embd_head_k;
+    lm_ld_u32(ld, "%s.rope.dimension_count", &hp->n_rot, false);
+    if (hp->n_embd_head_k == 0 || hp->n_embd_head_k > 4096 || hp->n_embd_head_v == 0 || hp->n_embd_head_v > 4096 ||
+        hp->n_rot > hp->n_embd_head_k || hp->n_rot % 2)
+        return lm_ld_fail(ld, LM_ERR_CORRUPT, "implausible head sizes: k %u v %u rot %u", hp->n_embd_head_k,
+                          hp->n_embd_head_v, hp->n_rot);
+    return ld->status;
+}
+
+/* ---- data placement ---- */
+
+static lm_status read_range(FILE *f, uint64_t offset, void *dst, size_t size)
+{
+    if (fseeko(f, (off_t)offset, SEEK_SET) != 0 || fread(dst, 1, size, f) != size)
+        return LM_ERR_IO;
+    return LM_OK;
+}
+
+static bool report(struct lm_loader *ld, float p)
+{
+    return !ld->params->progress || ld->params->progress(p, ld->params->progress_user);
+}
+
+/* Point the file-backed tensors into the mapping. */
+static lm_status place_mapped(struct lm_loader *ld)
+{
+    struct lm_model *m = ld->m;
+    lm_status st = lm_mapping_open(ld->path, &m->mapping);
+    if (st)
+        return lm_ld_fail(ld, st, "cannot map %s", ld->path);
+    if (m->mapping->size < lm_gguf_file_size(ld->g))
+        return lm_ld_fail(ld, LM_ERR_IO, "file changed while loading");
+    struct lm_buffer *buf = NULL;
+    st = lm_buffer_from_host_ptr(lm_host_buft(), m->mapping->addr, m->mapping->size, &buf);
+    if (st)
+        return lm_ld_fail(ld, st, "cannot wrap the mapping");
+    lm_buffer_set_usage(buf, LM_BUFFER_USAGE_WEIGHTS);
+    m->bufs[m->n_bufs++] = buf;
+    int64_t n = lm_gguf_n_tensors(ld->g);
+    for (int64_t i = 0; i < n && !st; i++) {
+        struct lm_tensor *t = ld->file_tensor[i];
+        const struct lm_gguf_tensor_info *ti = lm_gguf_tensor_info(ld->g, i);
+        if (t && !t->data && !strcmp(t->name, ti->name))
+            st = lm_buffer_place_tensor(buf, t, ti->offset);
+    }
+    if (st)
+        return lm_ld_fail(ld, st, "cannot place tensors in the mapping");
+    if (ld->params->use_mlock && lm_mapping_lock(m->mapping) == LM_OK)
+        m->mlocked = true;
+    return LM_OK;
+}
+
+/* Bytes of file tensor i into dst: from the mapping or by reading. */
+static lm_status fetch(struct lm_loader *ld, FILE *f, int64_t i, void *dst)
+{
+    const struct lm_gguf_tensor_info *ti = lm_gguf_tensor_info(ld->g, i);
+    if (ld->m->mapping) {
+        memcpy(dst, ld->m->mapping->addr + ti->offset, ti->size);
+        return LM_OK;
+    }
+    return read_range(f, ti->offset, dst, ti->size);
+}
+
+/* Allocate every tensor still without data, then fill it: whole file
+ * tensors (without mmap) and gathered experts (always). */
+static lm_status place_owned(struct lm_loader *ld)
+{
+    struct lm_model *m = ld->m;
+    struct lm_buffer *buf = NULL;
+    lm_status st = lm_alloc_ctx_tensors(m->ctx, lm_host_buft(), &buf);
+    if (st)
+        return lm_ld_fail(ld, st, "cannot allocate memory for the weights");
+    if (!buf)
+        return LM_OK;
+    lm_buffer_set_usage(buf, LM_BUFFER_USAGE_WEIGHTS);
+    m->bufs[m->n_bufs++] = buf;
+    FILE *f = m->mapping ? NULL : fopen(ld->path, "rb");
+    if (!m->mapping && !f)
+        return lm_ld_fail(ld, LM_ERR_IO, "cannot open %s", ld->path);
+    int64_t n = lm_gguf_n_tensors(ld->g);
+    uint64_t done = 0, total = lm_gguf_file_size(ld->g);
+    for (int64_t i = 0; i < n && !st; i++) {
+        struct lm_tensor *t = ld->file_tensor[i];
+        const struct lm_gguf_tensor_info *ti = lm_gguf_tensor_info(ld->g, i);
+        if (t->buffer != buf || strcmp(t->name, ti->name))
+            continue; /* mapped, or an expert slice (below) */
+        st = fetch(ld, f, i, t->data);
+        done += ti->size;
+        if (!st && !report(ld, total ? (float)done / (float)total : 1.0f))
+            st = LM_ERR_ABORTED;
+    }
+    for (int k = 0; k < ld->n_gathers && !st; k++) {
+        const struct gather *gt = &ld->gathers[k];
+        size_t slice = lm_nbytes(gt->t) / (size_t)gt->n;
+        for (int x = 0; x < gt->n && !st; x++)
+            st = fetch(ld, f, gt->src[x], (uint8_t *)gt->t->data + (size_t)x * slice);
+    }
+    if (f)
+        fclose(f);
+    if (st)
+        return lm_ld_fail(ld, st, st == LM_ERR_ABORTED ? "loading aborted by the progress callback"
+                                                       : "cannot read tensor data");
+    if (ld->params->use_mlock && lm_mem_lock(lm_buffer_base(buf), lm_buffer_size(buf)) == LM_OK)
+        m->mlocked = true;
+    return LM_OK;
+}
+
+static lm_status load_weights(struct lm_loader *ld, const struct lm_arch_def *def)
+{
+    struct lm_model *m = ld->m;
+    int64_t n = lm_gguf_n_tensors(ld->g);
+    struct lm_ctx_params cp = {.mem_size = (size_t)(n + 8) * lm_tensor_overhead(), .no_alloc = true};
+    if (lm_ctx_new(&cp, &m->ctx))
+        return lm_ld_fail(ld, LM_ERR_NOMEM, "out of memory");
+    ld->file_tensor = calloc((size_t)n + 1, sizeof *ld->file_tensor);
+    m->layers = calloc(m->hp.n_layer, sizeof *m->layers);
+    if (!ld->file_tensor || !m->layers)
+        return lm_ld_fail(ld, LM_ERR_NOMEM, "out of memory");
+    lm_status st = def->tensors(ld, m);
+    if (st || ld->status)
+        return ld->status ? ld->status : lm_ld_fail(ld, st, "cannot create the tensors");
+    for (int64_t i = 0; i < n; i++)
+        if (!ld->file_tensor[i])
+            return lm_ld_fail(ld, LM_ERR_CORRUPT, "tensor '%s' is not used by the %s architecture",
+                              lm_gguf_tensor_info(ld->g, i)->name, ld->arch);
+    for (struct lm_tensor *t = lm_ctx_first_tensor(m->ctx); t; t = lm_ctx_next_tensor(m->ctx, t)) {
+        m->n_elements += (uint64_t)lm_nelements(t);
+        m->n_bytes += lm_nbytes(t);
+    }
+    if (ld->params->use_mmap && (st = place_mapped(ld)))
+        return st;
+    if ((st = place_owned(ld)))
+        return st;
+    if (!report(ld, 1.0f))
+        return lm_ld_fail(ld, LM_ERR_ABORTED, "loading aborted by the progress callback");
+    return LM_OK;
+}
+
+static void loader_release(struct lm_loader *ld)
+{
+    free(ld->file_tensor);
+    free(ld->gathers);
+}
+
+lm_status lm_model_load(const char *path, const struct lm_model_params *params, struct lm_model **out, char *err,
+                        size_t err_size)
+{
+    struct lm_model *m = calloc(1, sizeof *m);
+    struct lm_loader ld = {.path = path, .params = params, .m = m};
+    lm_status st;
+    if (!m)
+        return LM_ERR_NOMEM;
+    m->t_start_us = lm_time_us();
+    st = lm_gguf_open(path, &ld.g, ld.err, sizeof ld.err);
+    if (st) {
+        ld.status = st;
+        goto out;
+    }
+    m->gguf = ld.g;
+    lm_ld_str(&ld, "general.architecture", ld.arch, sizeof ld.arch, true);
+    lm_ld_str(&ld, "general.name", m->name, sizeof m->name, false);
+    snprintf(m->arch_name, sizeof m->arch_name, "%s", ld.arch);
+    m->hp.arch = lm_arch_from_name(ld.arch);
+    const struct lm_arch_def *def = lm_arch_get(m->hp.arch);
+    if (ld.status)
+        goto out;
+    if (!params->vocab_only) {
+        if (!def) {
+            lm_ld_fail(&ld, LM_ERR_UNSUPPORTED, "unknown model architecture '%s'", ld.arch);
+            goto out;
+        }
+        if (read_hparams(&ld, &m->hp) || (def->hparams && def->hparams(&ld, &m->hp)))
+            goto out;
+        m->hp.arch = lm_arch_from_name(ld.arch);
+        m->hp.size = size_class(&m->hp);
+    }
+    char verr[256] = "";
+    st = lm_vocab_load(ld.g, &m->vocab, verr, sizeof verr);
+    if (st) {
+        lm_ld_fail(&ld, st, "vocabulary: %s", verr);
+        goto out;
+    }
+    m->hp.n_vocab = (uint32_t)lm_vocab_n_tokens(m->vocab);
+    if (!params->vocab_only && load_weights(&ld, def))
+        goto out;
+    m->t_load_us = lm_time_us() - m->t_start_us;
+out:
+    loader_release(&ld);
+    if (ld.status) {
+        snprintf(err, err_size, "%s", ld.err);
+        lm_model_free(m);
+        return ld.status;
+    }
+    *out = m;
+    return LM_OK;
+}
+
+void lm_model_free(struct lm_model *m)
+{
+    if (!m)
+        return;
+    for (int i = 0; i < m->n_bufs; i++)
+        lm_buffer_free(m->bufs[i]);
+    lm_mapping_free(m->mapping);
+    lm_ctx_free(m->ctx);
+    lm_vocab_free(m->vocab);
+    lm_gguf_close(m->gguf);
+    free(m->layers);
+    free(m);
+}

@@ -1,0 +1,210 @@
+/* model.h - a loaded model: hyperparameters, weights, vocabulary.
+ *
+ * Lifetimes (llama2.c's split): lm_hparams never change after load; the
+ * weights (struct lm_model tensors) are read-only and may be shared by many
+ * inference contexts; per-step scratch (activations, KV cache) belongs to a
+ * context (context.h).
+ *
+ * Shapes are written in GGUF/ggml ne order: [ne0, ne1] is ne1 rows of ne0.
+ */
+#ifndef LM_MODEL_H
+#define LM_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+#include "core/tensor.h"
+#include "gguf/gguf.h"
+
+struct lm_vocab;
+
+enum lm_arch {
+    LM_ARCH_LLAMA = 0,
+    LM_ARCH_FALCON,
+    LM_ARCH_BAICHUAN,
+    LM_ARCH_GPT2,
+    LM_ARCH_STARCODER,
+    LM_ARCH_MPT,
+    LM_ARCH_BLOOM,
+    LM_ARCH_STABLELM,
+    LM_ARCH_QWEN,
+    LM_ARCH_QWEN2,
+    LM_ARCH_PHI2,
+    LM_ARCH_PHI3,
+    LM_ARCH_PERSIMMON,
+    LM_ARCH_REFACT,
+    LM_ARCH_PLAMO,
+    LM_ARCH_GEMMA,
+    LM_ARCH_GPTNEOX,
+    LM_ARCH_UNKNOWN,
+    LM_ARCH_COUNT
+};
+
+/* Rough size class, for llama_model_desc ("7B"). */
+enum lm_model_size {
+    LM_SIZE_UNKNOWN = 0,
+    LM_SIZE_SMALL, /* < 1B: printed as the parameter count */
+    LM_SIZE_1B,
+    LM_SIZE_3B,
+    LM_SIZE_7B,
+    LM_SIZE_8x7B,
+    LM_SIZE_13B,
+    LM_SIZE_30B,
+    LM_SIZE_34B,
+    LM_SIZE_40B,
+    LM_SIZE_65B,
+    LM_SIZE_70B,
+};
+
+enum lm_rope_scaling {
+    LM_ROPE_SCALING_NONE = 0,
+    LM_ROPE_SCALING_LINEAR = 1,
+    LM_ROPE_SCALING_YARN = 2,
+};
+
+#define LM_MAX_LAYERS 512
+#define LM_MAX_EXPERTS 64
+
+struct lm_hparams {
+    enum lm_arch arch;
+    uint32_t n_vocab;
+    uint32_t n_ctx_train;     /* context length of training */
+    uint32_t n_embd;
+    uint32_t n_layer;
+    uint32_t n_head;
+    uint32_t n_head_kv;
+    uint32_t n_ff;
+    uint32_t n_rot;           /* rotated dims per head */
+    uint32_t n_embd_head_k;   /* head size of K (and Q) */
+    uint32_t n_embd_head_v;   /* head size of V */
+    uint32_t n_expert;
+    uint32_t n_expert_used;
+
+    float f_norm_eps;         /* LayerNorm epsilon */
+    float f_norm_rms_eps;     /* RMSNorm epsilon */
+    float f_clamp_kqv;        /* 0: no clamp */
+    float f_max_alibi_bias;   /* 0: no ALiBi */
+
+    float rope_freq_base_train;
+    float rope_freq_scale_train;
+    uint32_t n_yarn_orig_ctx;
+    enum lm_rope_scaling rope_scaling_type_train;
+    bool rope_finetuned;
+
+    uint32_t ftype;           /* general.file_type, or LLAMA_FTYPE_GUESSED (1024) */
+    enum lm_model_size size;
+};
+
+static inline uint32_t lm_hp_n_embd_k_gqa(const struct lm_hparams *hp) { return hp->n_embd_head_k * hp->n_head_kv; }
+static inline uint32_t lm_hp_n_embd_v_gqa(const struct lm_hparams *hp) { return hp->n_embd_head_v * hp->n_head_kv; }
+
+/* One transformer block's weights. NULL where the architecture has none. */
+struct lm_layer {
+    struct lm_tensor *attn_norm, *attn_norm_b;     /* [n_embd] */
+    struct lm_tensor *attn_norm_2, *attn_norm_2_b; /* [n_embd] (falcon-40B) */
+    struct lm_tensor *attn_q_norm, *attn_q_norm_b; /* [head] (persimmon) */
+    struct lm_tensor *attn_k_norm, *attn_k_norm_b;
+
+    struct lm_tensor *wq;   /* [n_embd, n_embd_head_k * n_head] */
+    struct lm_tensor *wk;   /* [n_embd, n_embd_k_gqa] */
+    struct lm_tensor *wv;   /* [n_embd, n_embd_v_gqa] */
+    struct lm_tensor *wqkv; /* [n_embd, n_embd + 2 * n_embd_gqa] fused */
+    struct lm_tensor *wo;   /* [n_embd_head_v * n_head, n_embd] */
+    struct lm_tensor *bq, *bk, *bv, *bqkv, *bo;
+
+    struct lm_tensor *ffn_norm, *ffn_norm_b; /* [n_embd] */
+    struct lm_tensor *ffn_gate;  /* [n_embd, n_ff] */
+    struct lm_tensor *ffn_up;    /* [n_embd, n_ff] */
+    struct lm_tensor *ffn_down;  /* [n_ff, n_embd] */
+    struct lm_tensor *ffn_gate_b, *ffn_up_b, *ffn_down_b;
+
+    struct lm_tensor *ffn_gate_inp;  /* [n_embd, n_expert] router */
+    struct lm_tensor *ffn_gate_exps; /* [n_embd, n_ff, n_expert] */
+    struct lm_tensor *ffn_up_exps;   /* [n_embd, n_ff, n_expert] */
+    struct lm_tensor *ffn_down_exps; /* [n_ff, n_embd, n_expert] */
+};
+
+struct lm_mapping; /* an mmapped file */
+
+struct lm_model {
+    struct lm_hparams hp;
+    struct lm_vocab *vocab;
+    char name[128];       /* general.name */
+    char arch_name[32];   /* general.architecture */
+
+    struct lm_tensor *tok_embd;      /* [n_embd, n_vocab] */
+    struct lm_tensor *pos_embd;      /* [n_embd, n_ctx_train] (gpt2, starcoder) */
+    struct lm_tensor *tok_norm, *tok_norm_b; /* [n_embd] (bloom) */
+    struct lm_tensor *output_norm, *output_norm_b; /* [n_embd] */
+    struct lm_tensor *output;        /* [n_embd, n_vocab] (may be tok_embd when tied) */
+    struct lm_tensor *output_b;      /* [n_vocab] */
+    struct lm_layer *layers;         /* [n_layer] */
+
+    struct lm_ctx *ctx;              /* metadata of every weight */
+    struct lm_buffer *bufs[4];       /* weight buffers (mmap view, host copies) */
+    int n_bufs;
+    struct lm_mapping *mapping;      /* NULL without mmap */
+    bool mlocked;
+
+    struct lm_gguf *gguf;            /* the file's metadata (kept for meta_* queries) */
+    uint64_t n_elements;             /* parameters */
+    uint64_t n_bytes;                /* bytes of all weights */
+    int64_t t_load_us;
+    int64_t t_start_us;
+};
+
+/* KV overrides of llama_model_params (same layout as llama_model_kv_override). */
+enum lm_kv_override_type { LM_KV_OVERRIDE_INT = 0, LM_KV_OVERRIDE_FLOAT = 1, LM_KV_OVERRIDE_BOOL = 2 };
+struct lm_kv_override {
+    char key[128];
+    enum lm_kv_override_type tag;
+    union {
+        int64_t int_value;
+        double float_value;
+        bool bool_value;
+    };
+};
+
+struct lm_model_params {
+    bool vocab_only;
+    bool use_mmap;
+    bool use_mlock;
+    bool (*progress)(float progress, void *user); /* NULL: none; return false to abort */
+    void *progress_user;
+    const struct lm_kv_override *kv_overrides;     /* NULL or ended by an empty key */
+};
+
+/* Load a GGUF model. On failure *out is untouched, err holds a message. */
+lm_status lm_model_load(const char *path, const struct lm_model_params *params, struct lm_model **out, char *err,
+                        size_t err_size);
+void lm_model_free(struct lm_model *m);
+
+/* "llama 7B Q4_0"-style description into buf (NUL-terminated); returns the full length. */
+int lm_model_desc(const struct lm_model *m, char *buf, size_t size);
+/* Name of an ftype ("Q4_0", "F16", "Q4_K - Medium", ...). */
+const char *lm_ftype_name(uint32_t ftype);
+
+/* ---- architectures (model/arch.c, model/arch/<name>.c) ---- */
+
+struct lm_loader;
+struct lm_graph_inputs;
+struct lm_build;
+
+struct lm_arch_def {
+    const char *name;                    /* general.architecture value */
+    int rope_mode;                       /* LM_ROPE_NORMAL / LM_ROPE_NEOX, or -1 without RoPE */
+    /* Read arch-specific hparams beyond the common ones (NULL: none). */
+    lm_status (*hparams)(struct lm_loader *ld, struct lm_hparams *hp);
+    /* Create the weight tensors of m through the loader. */
+    lm_status (*tensors)(struct lm_loader *ld, struct lm_model *m);
+    /* Build the forward graph of one batch; returns the logits tensor. */
+    struct lm_tensor *(*build)(struct lm_build *b);
+};
+
+/* The definition of an architecture, or NULL when lamina cannot run it. */
+const struct lm_arch_def *lm_arch_get(enum lm_arch arch);
+enum lm_arch lm_arch_from_name(const char *name);
+const char *lm_arch_name(enum lm_arch arch);
+
+#endif

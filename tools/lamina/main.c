@@ -1,0 +1,43 @@
+/* main.c - `lamina <command> [options]`: dispatch to the subcommands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+struct command {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *help;
+};
+
+static const struct command commands[] = {
+    {"run", cmd_run, "generate text from a prompt"},
+    {"tokenize", cmd_tokenize, "print the tokens of a text"},
+    {"inspect", cmd_inspect, "print a GGUF file's metadata and tensor table"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: lamina <command> [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+    fprintf(f, "\n`lamina <command> --help` describes a command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].fn(argc - 2, argv + 2);
+    fprintf(stderr, "lamina: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
