@@ -1,2 +1,0 @@
-# Empty dependencies file for lm_api.
-# This may be replaced when dependencies are built.

@@ -1,2 +1,0 @@
-CMakeFiles/lm_quant.dir/src/core/empty.c.o: /work/main/src/core/empty.c \
- /usr/include/stdc-predef.h
