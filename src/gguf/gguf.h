@@ -76,7 +76,8 @@ enum lm_gguf_type lm_gguf_kv_type(const struct lm_gguf *g, int64_t i);
 /* Scalar getters: LM_ERR_INVALID_ARG if i is out of range, LM_ERR_CORRUPT if
  * the value has another type (no silent conversions, except that get_u32
  * and get_i32 accept any integer type whose value fits, and get_f32 accepts
- * FLOAT64). Output written only on success. */
+ * FLOAT64 unless the value is finite and beyond float's range). Output written
+ * only on success. */
 lm_status lm_gguf_get_u8(const struct lm_gguf *g, int64_t i, uint8_t *out);
 lm_status lm_gguf_get_i32(const struct lm_gguf *g, int64_t i, int32_t *out);
 lm_status lm_gguf_get_u32(const struct lm_gguf *g, int64_t i, uint32_t *out);
@@ -95,7 +96,10 @@ lm_status lm_gguf_get_arr_data(const struct lm_gguf *g, int64_t i, const void **
 lm_status lm_gguf_get_arr_str(const struct lm_gguf *g, int64_t i, uint64_t j, const char **out, size_t *len);
 
 /* Any value as text for display ("llama", "32000", "[1, 2, 3, ...]"); writes
- * at most buf_size bytes including the NUL; returns the full length. */
+ * at most buf_size bytes including the NUL; returns the full length (-1, and
+ * an empty string, when i is out of range). Strings show with control bytes
+ * escaped (\n, \xNN); array elements that are strings are also quoted; an
+ * array shows its first 8 elements then ", ... N more". */
 int lm_gguf_value_to_string(const struct lm_gguf *g, int64_t i, char *buf, size_t buf_size);
 
 /* ---- tensors ---- */
