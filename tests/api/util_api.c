@@ -1,0 +1,56 @@
+/* util_api.c - helpers for the API tests: load models, greedy decoding. */
+#include "util_api.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void quiet(enum ggml_log_level level, const char *text, void *user)
+{
+    (void)user;
+    if (level == GGML_LOG_LEVEL_ERROR && getenv("LAMINA_TEST_VERBOSE"))
+        fputs(text, stderr);
+}
+
+void api_test_init(void)
+{
+    llama_backend_init(false);
+    llama_log_set(quiet, NULL);
+}
+
+struct llama_model *api_load(const char *rel)
+{
+    struct llama_model_params mp = llama_model_default_params();
+    return llama_load_model_from_file(lm_test_shared(rel), mp);
+}
+
+struct llama_context *api_ctx(struct llama_model *m, uint32_t n_ctx, uint32_t n_batch, bool logits_all)
+{
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = n_ctx;
+    cp.n_batch = n_batch;
+    cp.n_threads = 2;
+    cp.n_threads_batch = 2;
+    cp.seed = 1234;
+    cp.logits_all = logits_all;
+    return llama_new_context_with_model(m, cp);
+}
+
+llama_token api_argmax(const float *logits, int n)
+{
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (logits[i] > logits[best])
+            best = i;
+    return best;
+}
+
+double api_max_diff(const float *a, const float *b, size_t n)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = a[i] > b[i] ? a[i] - b[i] : b[i] - a[i];
+        if (!(d <= m))
+            m = d;
+    }
+    return m;
+}
