@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# test_cli.sh LAMINA SHARED - the lamina command line:
+#  - `lamina run` on stories260K from BOS, greedy, 200 tokens prints exactly the
+#    reference text (stdout holds nothing else);
+#  - tokenize / inspect work and agree with the reference ids;
+#  - bad input (missing model, truncated file, unknown option) gives a message
+#    on stderr and a non-zero exit, never a crash.
+set -u
+LAMINA=$1
+SHARED=$2
+M=$SHARED/models/stories260K.gguf
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+
+"$LAMINA" run -m "$M" -n 200 --temp 0 --repeat-penalty 1 >"$tmp/out.txt" 2>"$tmp/err.txt" || bad "run exited $?"
+if cmp -s "$tmp/out.txt" "$SHARED/models/stories260K.greedy200.txt"; then ok; else bad "golden text differs"; fi
+grep -q "generation: 200 tokens" "$tmp/err.txt" && ok || bad "no speed summary on stderr"
+
+"$LAMINA" run -m "$M" -n 200 --temp 0 --repeat-penalty 1 -t 1 --no-mmap -b 1 >"$tmp/out1.txt" 2>/dev/null
+cmp -s "$tmp/out1.txt" "$SHARED/models/stories260K.greedy200.txt" && ok || bad "golden text differs with -t 1 --no-mmap"
+
+# the ids of the reference text, through the tokenizer
+ids=$("$LAMINA" tokenize -m "$M" -p "Once upon a time" --ids)
+[ "$ids" = "1 403 407 261 378" ] && ok || bad "tokenize gave '$ids'"
+
+"$LAMINA" inspect "$M" >"$tmp/inspect.txt" || bad "inspect failed"
+grep -q "llama.embedding_length" "$tmp/inspect.txt" && grep -q "blk.4.ffn_up.weight" "$tmp/inspect.txt" && ok ||
+  bad "inspect output incomplete"
+
+# bad input
+for args in "run" "run -m /nonexistent.gguf" "run -m $M --top-k abc" "run -m $M --bogus" "inspect /nonexistent" \
+  "tokenize -m $M" "nosuchcommand"; do
+  # shellcheck disable=SC2086
+  "$LAMINA" $args >/dev/null 2>"$tmp/e.txt"
+  rc=$?
+  if [ $rc -ne 0 ] && [ $rc -lt 128 ] && [ -s "$tmp/e.txt" ]; then ok; else bad "'lamina $args' exited $rc"; fi
+done
+head -c 20000 "$M" >"$tmp/trunc.gguf"
+"$LAMINA" run -m "$tmp/trunc.gguf" -n 1 >/dev/null 2>"$tmp/e.txt"
+rc=$?
+[ $rc -eq 1 ] && grep -qi "error" "$tmp/e.txt" && ok || bad "truncated model: exit $rc"
+"$LAMINA" run --help | grep -q -- "--repeat-penalty" && ok || bad "run --help"
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
