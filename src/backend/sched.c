@@ -394,9 +394,10 @@ static bool in_sched_buffer(struct lm_sched *s, const struct lm_tensor *t)
     return false;
 }
 
-static lm_status allocate(struct lm_sched *s, struct lm_graph *g, bool reserve_only)
+/* Forget placements from an earlier allocation of the same graph, so that
+ * assignment does not mistake them for preallocated memory. */
+static void forget_placements(struct lm_sched *s, struct lm_graph *g)
 {
-    /* forget placements from an earlier allocation of the same graph */
     for (int i = 0; i < g->n_nodes + g->n_leafs; i++) {
         struct lm_tensor *t = i < g->n_nodes ? g->nodes[i] : g->leafs[i - g->n_nodes];
         if (in_sched_buffer(s, t)) {
@@ -404,6 +405,10 @@ static lm_status allocate(struct lm_sched *s, struct lm_graph *g, bool reserve_o
             t->buffer = NULL;
         }
     }
+}
+
+static lm_status allocate(struct lm_sched *s, struct lm_graph *g, bool reserve_only)
+{
     lm_status st = LM_OK;
     for (int b = 0; b < s->n_backends && !st; b++) {
         if (reserve_only)
@@ -426,6 +431,7 @@ static lm_status plan(struct lm_sched *s, struct lm_graph *g, bool reserve_only)
     if (g->n_nodes > s->graph_size || g->n_leafs > s->graph_size)
         return LM_ERR_FULL;
     lm_sched_reset(s); /* keeps forced assignments */
+    forget_placements(s, g);
     lm_status st = assign_nodes(s, g);
     if (!st)
         st = build_splits(s, g);
