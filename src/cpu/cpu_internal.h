@@ -1,0 +1,15 @@
+/* cpu_internal.h - CPU backend hooks for tests and benches (not for the engine). */
+#ifndef LM_CPU_INTERNAL_H
+#define LM_CPU_INTERNAL_H
+
+#include "cpu/cpu.h"
+
+/* As lm_cpu_backend_new, but n_threads is NOT clamped to the online cores:
+ * tests use it to run uneven thread splits (3, 4 threads) on small machines.
+ * Oversubscribed pools are correct, only slower. */
+lm_status lm_cpu_backend_new_unclamped(int n_threads, lm_backend_t *out);
+
+/* The threads graph_compute uses now. */
+int lm_cpu_backend_n_threads(lm_backend_t be);
+
+#endif

@@ -1,0 +1,83 @@
+/* cpuid.c - CPU feature detection for kernel dispatch.
+ *
+ * On x86 the features come from cpuid leaves 1 and 7 and are only reported
+ * when the OS saves the register state they need (xgetbv: XMM+YMM for AVX*,
+ * plus opmask/ZMM for AVX-512). Elsewhere every flag is false. Detection runs
+ * once (pthread_once); the result is read-only afterwards.
+ */
+#include <pthread.h>
+#include <string.h>
+
+#include "cpu/cpu.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#define LM_X86 1
+#endif
+
+static struct lm_cpu_features g_features;
+static pthread_once_t g_features_once = PTHREAD_ONCE_INIT;
+
+#ifdef LM_X86
+/* XCR0, the register-state mask the OS enabled (valid only with OSXSAVE). */
+static uint64_t read_xcr0(void)
+{
+    uint32_t eax, edx;
+    __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+    return ((uint64_t)edx << 32) | eax;
+}
+
+static void detect_x86(struct lm_cpu_features *f)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d))
+        return;
+    f->sse3 = (c >> 0) & 1;
+    f->ssse3 = (c >> 9) & 1;
+    bool fma = (c >> 12) & 1;
+    bool osxsave = (c >> 27) & 1;
+    bool avx = (c >> 28) & 1;
+    bool f16c = (c >> 29) & 1;
+
+    uint64_t xcr0 = osxsave ? read_xcr0() : 0;
+    bool ymm_ok = (xcr0 & 0x6) == 0x6;             /* XMM and YMM state */
+    bool zmm_ok = ymm_ok && (xcr0 & 0xe0) == 0xe0; /* opmask, ZMM_Hi256, Hi16_ZMM */
+
+    f->avx = avx && ymm_ok;
+    f->fma = fma && ymm_ok;
+    f->f16c = f16c && ymm_ok;
+
+    unsigned max_leaf = __get_cpuid_max(0, NULL);
+    if (max_leaf < 7)
+        return;
+    __cpuid_count(7, 0, a, b, c, d);
+    f->avx2 = ((b >> 5) & 1) && ymm_ok;
+    f->avx512f = ((b >> 16) & 1) && zmm_ok;
+    f->avx512dq = ((b >> 17) & 1) && zmm_ok;
+    f->avx512bw = ((b >> 30) & 1) && zmm_ok;
+    f->avx512vl = ((b >> 31) & 1) && zmm_ok;
+    f->avx512vbmi = ((c >> 1) & 1) && zmm_ok;
+    f->avx512vnni = ((c >> 11) & 1) && zmm_ok;
+    unsigned sub_max = a; /* leaf 7 subleaf 0 eax: highest subleaf */
+    if (sub_max >= 1) {
+        __cpuid_count(7, 1, a, b, c, d);
+        f->avx_vnni = ((a >> 4) & 1) && ymm_ok;
+        f->avx512bf16 = ((a >> 5) & 1) && zmm_ok;
+    }
+}
+#endif
+
+static void detect(void)
+{
+    memset(&g_features, 0, sizeof g_features);
+#ifdef LM_X86
+    detect_x86(&g_features);
+#endif
+}
+
+/* The features of this CPU (and OS). Never NULL; thread-safe. */
+const struct lm_cpu_features *lm_cpu_features(void)
+{
+    pthread_once(&g_features_once, detect);
+    return &g_features;
+}

@@ -1,0 +1,188 @@
+/* exec.c - the CPU graph executor: per-op dispatch table, work-buffer sizing,
+ * and the node loop every thread runs.
+ *
+ * All threads walk the node list together: each computes its share of a node,
+ * then all meet at one barrier before the next computing node (view ops and
+ * leaves are skipped without a barrier). The kernel table is read once per
+ * graph and passed to every op, so an ISA switch never lands mid-graph.
+ *
+ * Later (see docs/kernels.md): fused ops are new entries of this table chosen
+ * by a peephole pass over the node list (e.g. RMS_NORM followed by MUL), and
+ * independent nodes can share a barrier; neither changes the op interface.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "core/log.h"
+#include "cpu/exec.h"
+#include "cpu/ops/ops.h"
+
+struct op_entry {
+    lm_cpu_op_fn compute; /* NULL: nothing to compute (leaf, view) */
+    lm_cpu_work_fn work;  /* NULL: needs no scratch */
+};
+
+static const struct op_entry op_table[LM_OP_COUNT] = {
+    [LM_OP_ADD] = {lm_cpu_op_binary, NULL},
+    [LM_OP_MUL] = {lm_cpu_op_binary, NULL},
+    [LM_OP_DIV] = {lm_cpu_op_binary, NULL},
+    [LM_OP_SCALE] = {lm_cpu_op_unary, NULL},
+    [LM_OP_SQR] = {lm_cpu_op_unary, NULL},
+    [LM_OP_SQRT] = {lm_cpu_op_unary, NULL},
+    [LM_OP_CLAMP] = {lm_cpu_op_unary, NULL},
+    [LM_OP_UNARY] = {lm_cpu_op_unary, NULL},
+    [LM_OP_SUM_ROWS] = {lm_cpu_op_sum_rows, NULL},
+    [LM_OP_NORM] = {lm_cpu_op_norm, NULL},
+    [LM_OP_RMS_NORM] = {lm_cpu_op_norm, NULL},
+    [LM_OP_MUL_MAT] = {lm_cpu_op_mul_mat, lm_cpu_work_mul_mat},
+    [LM_OP_MUL_MAT_ID] = {lm_cpu_op_mul_mat_id, lm_cpu_work_mul_mat_id},
+    [LM_OP_GET_ROWS] = {lm_cpu_op_get_rows, lm_cpu_work_get_rows},
+    [LM_OP_CPY] = {lm_cpu_op_cpy, lm_cpu_work_cpy},
+    [LM_OP_CONT] = {lm_cpu_op_cpy, lm_cpu_work_cpy},
+    [LM_OP_REPEAT] = {lm_cpu_op_repeat, NULL},
+    [LM_OP_CONCAT] = {lm_cpu_op_concat, NULL},
+    [LM_OP_DIAG_MASK_INF] = {lm_cpu_op_diag_mask_inf, NULL},
+    [LM_OP_SOFT_MAX] = {lm_cpu_op_soft_max, lm_cpu_work_soft_max},
+    [LM_OP_ROPE] = {lm_cpu_op_rope, lm_cpu_work_rope},
+    [LM_OP_ARGSORT] = {lm_cpu_op_argsort, lm_cpu_work_argsort},
+};
+
+struct lm_cpu_exec {
+    int n_threads;
+    struct lm_tp *tp; /* NULL until a multi-thread graph runs */
+    void *work;
+    size_t work_cap;
+};
+
+/* A new executor (no threads yet: the pool is made by the first multi-thread graph). NULL on OOM. */
+struct lm_cpu_exec *lm_cpu_exec_new(int n_threads)
+{
+    struct lm_cpu_exec *ex = calloc(1, sizeof *ex);
+    if (ex)
+        ex->n_threads = n_threads < 1 ? 1 : n_threads;
+    return ex;
+}
+
+/* Joins the pool and frees the work buffer; NULL: nothing. */
+void lm_cpu_exec_free(struct lm_cpu_exec *ex)
+{
+    if (!ex)
+        return;
+    lm_tp_free(ex->tp);
+    free(ex->work);
+    free(ex);
+}
+
+/* Thread count for the next graphs (>= 1); drops a pool of another size. Not during a compute. */
+void lm_cpu_exec_set_threads(struct lm_cpu_exec *ex, int n_threads)
+{
+    n_threads = n_threads < 1 ? 1 : n_threads;
+    if (ex->tp && lm_tp_size(ex->tp) != n_threads) {
+        lm_tp_free(ex->tp);
+        ex->tp = NULL;
+    }
+    ex->n_threads = n_threads;
+}
+
+/* Threads the next graph uses. */
+int lm_cpu_exec_threads(const struct lm_cpu_exec *ex) { return ex->n_threads; }
+
+static bool readable(const struct lm_tensor *t)
+{
+    return t->data != NULL && (t->buffer == NULL || lm_buffer_is_host(t->buffer));
+}
+
+/* Check every computing node and size the work buffer for nth threads. */
+static lm_status plan(const struct lm_graph *g, int nth, const struct lm_cpu_kernels *kern, size_t *work)
+{
+    size_t need = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const struct lm_tensor *t = g->nodes[i];
+        if ((unsigned)t->op >= LM_OP_COUNT)
+            return LM_ERR_UNSUPPORTED;
+        const struct op_entry *e = &op_table[t->op];
+        if (!e->compute)
+            continue;
+        if (!lm_cpu_supports_op(t)) {
+            LM_LOG_ERR("cpu: op %s of '%s' not supported\n", lm_op_name(t->op), t->name);
+            return LM_ERR_UNSUPPORTED;
+        }
+        bool ok = readable(t);
+        for (int s = 0; s < LM_MAX_SRC && ok; s++)
+            ok = !t->src[s] || readable(t->src[s]);
+        if (!ok) {
+            LM_LOG_ERR("cpu: node '%s' (%s) or a source has no host data\n", t->name, lm_op_name(t->op));
+            return LM_ERR_INVALID_ARG;
+        }
+        if (e->work) {
+            size_t w = e->work(t, nth, kern);
+            need = w > need ? w : need;
+        }
+    }
+    *work = need;
+    return LM_OK;
+}
+
+struct exec_job {
+    const struct lm_graph *g;
+    void *wdata;
+    size_t wsize;
+    struct lm_tp *tp;
+    const struct lm_cpu_kernels *kern;
+};
+
+/* Every thread: the nodes in order, one barrier between computing nodes. */
+static void exec_worker(void *arg, int ith, int nth)
+{
+    const struct exec_job *job = arg;
+    const struct lm_cpu_params p = {ith, nth, job->wdata, job->wsize, job->tp, job->kern};
+    bool first = true;
+    for (int i = 0; i < job->g->n_nodes; i++) {
+        struct lm_tensor *t = job->g->nodes[i];
+        const struct op_entry *e = &op_table[t->op];
+        if (!e->compute)
+            continue;
+        if (!first)
+            lm_cpu_sync(&p);
+        first = false;
+        e->compute(&p, t);
+    }
+}
+
+static lm_status ensure_work(struct lm_cpu_exec *ex, size_t need)
+{
+    if (need <= ex->work_cap)
+        return LM_OK;
+    size_t cap = lm_cpu_pad(need + need / 4);
+    void *w = aligned_alloc(LM_CPU_CACHE_LINE, cap);
+    if (!w)
+        return LM_ERR_NOMEM;
+    free(ex->work);
+    ex->work = w;
+    ex->work_cap = cap;
+    return LM_OK;
+}
+
+/* Plan (checks + work size), grow the work buffer if needed, run every node on the pool. See exec.h. */
+lm_status lm_cpu_exec_graph(struct lm_cpu_exec *ex, struct lm_graph *g)
+{
+    if (!ex || !g)
+        return LM_ERR_INVALID_ARG;
+    const struct lm_cpu_kernels *kern = lm_cpu_kernels();
+    const int nth = ex->n_threads;
+    size_t need;
+    lm_status st = plan(g, nth, kern, &need);
+    if (st)
+        return st;
+    if ((st = ensure_work(ex, need)))
+        return st;
+    if (nth > 1 && !ex->tp && (st = lm_tp_new(nth, &ex->tp)))
+        return st;
+    struct exec_job job = {g, ex->work, ex->work_cap, ex->tp, kern};
+    if (nth > 1)
+        lm_tp_run(ex->tp, exec_worker, &job);
+    else
+        exec_worker(&job, 0, 1);
+    return LM_OK;
+}

@@ -1,0 +1,137 @@
+/* kernels.c - builds the kernel table of each ISA level and selects the active one.
+ *
+ * Level tables are built once (pthread_once) and never change afterwards, so
+ * readers need no lock; the active level is an atomic index. A level is
+ * available when this build contains its kernel folder (LM_HAVE_X86_*, set by
+ * CMake) and cpuid reports its features.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "cpu/kernels/kernels.h"
+
+static struct lm_cpu_kernels g_tables[LM_ISA_COUNT];
+static bool g_available[LM_ISA_COUNT];
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static atomic_int g_active = LM_ISA_GENERIC;
+
+static const char *const isa_names[LM_ISA_COUNT] = {"generic", "avx2", "avx512"};
+
+/* Dot types and generic kernels of every type, with quant/'s reference
+ * encoders and decoders. */
+static void fill_generic(struct lm_cpu_kernels *k)
+{
+    memset(k, 0, sizeof *k);
+    k->isa = LM_ISA_GENERIC;
+    for (int t = 0; t < LM_TYPE_COUNT; t++) {
+        const struct lm_quant_traits *q = lm_quant_traits((enum lm_type)t);
+        k->type[t].vec_dot_type = LM_TYPE_F32;
+        k->type[t].from_float = q->from_float;
+        k->type[t].to_float = q->to_float;
+    }
+    struct lm_cpu_type_kernels *ty = k->type;
+    ty[LM_TYPE_F32] = (struct lm_cpu_type_kernels){LM_TYPE_F32, vec_dot_f32_generic, f32_from_float_row_generic,
+                                                    f32_copy_row_generic};
+    ty[LM_TYPE_F16] = (struct lm_cpu_type_kernels){LM_TYPE_F16, vec_dot_f16_generic, fp32_to_fp16_row_generic,
+                                                    fp16_to_fp32_row_generic};
+    ty[LM_TYPE_BF16] = (struct lm_cpu_type_kernels){LM_TYPE_BF16, vec_dot_bf16_generic, fp32_to_bf16_row_generic,
+                                                     bf16_to_fp32_row_generic};
+
+    ty[LM_TYPE_Q4_0].vec_dot_type = LM_TYPE_Q8_0;
+    ty[LM_TYPE_Q4_0].vec_dot = vec_dot_q4_0_q8_0_generic;
+    ty[LM_TYPE_Q5_0].vec_dot_type = LM_TYPE_Q8_0;
+    ty[LM_TYPE_Q5_0].vec_dot = vec_dot_q5_0_q8_0_generic;
+    ty[LM_TYPE_Q8_0].vec_dot_type = LM_TYPE_Q8_0;
+    ty[LM_TYPE_Q8_0].vec_dot = vec_dot_q8_0_q8_0_generic;
+    ty[LM_TYPE_Q4_1].vec_dot_type = LM_TYPE_Q8_1;
+    ty[LM_TYPE_Q4_1].vec_dot = vec_dot_q4_1_q8_1_generic;
+    ty[LM_TYPE_Q5_1].vec_dot_type = LM_TYPE_Q8_1;
+    ty[LM_TYPE_Q5_1].vec_dot = vec_dot_q5_1_q8_1_generic;
+
+    ty[LM_TYPE_Q2_K].vec_dot_type = LM_TYPE_Q8_K;
+    ty[LM_TYPE_Q2_K].vec_dot = vec_dot_q2_K_q8_K_generic;
+    ty[LM_TYPE_Q3_K].vec_dot_type = LM_TYPE_Q8_K;
+    ty[LM_TYPE_Q3_K].vec_dot = vec_dot_q3_K_q8_K_generic;
+    ty[LM_TYPE_Q4_K].vec_dot_type = LM_TYPE_Q8_K;
+    ty[LM_TYPE_Q4_K].vec_dot = vec_dot_q4_K_q8_K_generic;
+    ty[LM_TYPE_Q5_K].vec_dot_type = LM_TYPE_Q8_K;
+    ty[LM_TYPE_Q5_K].vec_dot = vec_dot_q5_K_q8_K_generic;
+    ty[LM_TYPE_Q6_K].vec_dot_type = LM_TYPE_Q8_K;
+    ty[LM_TYPE_Q6_K].vec_dot = vec_dot_q6_K_q8_K_generic;
+
+    /* No direct kernels yet: the matmul's dequantizing path (see vec_dot_type). */
+    ty[LM_TYPE_IQ2_XXS].vec_dot_type = LM_TYPE_Q8_K;
+    ty[LM_TYPE_IQ2_XS].vec_dot_type = LM_TYPE_Q8_K;
+}
+
+static void build_tables(void)
+{
+    const struct lm_cpu_features *f = lm_cpu_features();
+    fill_generic(&g_tables[LM_ISA_GENERIC]);
+    g_available[LM_ISA_GENERIC] = true;
+    enum lm_cpu_isa best = LM_ISA_GENERIC;
+#ifdef LM_HAVE_X86_AVX2
+    if (f->avx2 && f->fma && f->f16c) {
+        g_tables[LM_ISA_AVX2] = g_tables[LM_ISA_GENERIC];
+        g_tables[LM_ISA_AVX2].isa = LM_ISA_AVX2;
+        lm_cpu_kernels_init_avx2(&g_tables[LM_ISA_AVX2]);
+        g_available[LM_ISA_AVX2] = true;
+        best = LM_ISA_AVX2;
+    }
+#endif
+#ifdef LM_HAVE_X86_AVX512
+    if (best == LM_ISA_AVX2 && f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq) {
+        g_tables[LM_ISA_AVX512] = g_tables[LM_ISA_AVX2];
+        g_tables[LM_ISA_AVX512].isa = LM_ISA_AVX512;
+        lm_cpu_kernels_init_avx512(&g_tables[LM_ISA_AVX512]);
+        g_available[LM_ISA_AVX512] = true;
+        best = LM_ISA_AVX512;
+    }
+#endif
+    (void)f;
+    atomic_store(&g_active, (int)best);
+}
+
+/* The name of a kernel set ("generic", "avx2", "avx512"; "?" if out of range). */
+const char *lm_cpu_isa_name(enum lm_cpu_isa isa)
+{
+    return (unsigned)isa < LM_ISA_COUNT ? isa_names[isa] : "?";
+}
+
+/* The best level this build and CPU provide. Thread-safe. */
+enum lm_cpu_isa lm_cpu_isa_best(void)
+{
+    pthread_once(&g_once, build_tables);
+    enum lm_cpu_isa best = LM_ISA_GENERIC;
+    for (int i = 0; i < LM_ISA_COUNT; i++)
+        if (g_available[i])
+            best = (enum lm_cpu_isa)i;
+    return best;
+}
+
+/* Select min(isa, best) as the active level; returns it. Process-wide; call
+ * between graph computations. */
+enum lm_cpu_isa lm_cpu_isa_limit(enum lm_cpu_isa isa)
+{
+    enum lm_cpu_isa best = lm_cpu_isa_best();
+    int lvl = (int)isa < 0 ? 0 : (isa > best ? (int)best : (int)isa);
+    atomic_store(&g_active, lvl);
+    return (enum lm_cpu_isa)lvl;
+}
+
+/* The active table (level min(limit, best)); builds the tables on first use. */
+const struct lm_cpu_kernels *lm_cpu_kernels(void)
+{
+    pthread_once(&g_once, build_tables);
+    return &g_tables[atomic_load(&g_active)];
+}
+
+/* The table of one level, or NULL when unavailable. */
+const struct lm_cpu_kernels *lm_cpu_kernels_for(enum lm_cpu_isa isa)
+{
+    pthread_once(&g_once, build_tables);
+    if ((unsigned)isa >= LM_ISA_COUNT || !g_available[isa])
+        return NULL;
+    return &g_tables[isa];
+}

@@ -1,0 +1,86 @@
+/* float_avx2.c - AVX2/FMA/F16C dot products and conversions of F32 and F16.
+ *
+ * Compiled only with this folder's ISA flags; called only when cpuid reports
+ * AVX2+FMA+F16C. Dots keep 4 accumulators of 8 lanes (32 elements per step),
+ * then 8-wide steps, then a scalar tail; any n, unaligned loads. F16C
+ * conversions round to nearest even, the same bits as core/fp16.h.
+ */
+#include <immintrin.h>
+
+#include "core/fp16.h"
+#include "cpu/kernels/kernels.h"
+
+static inline float hsum_ps(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* Contract: kernels.h. */
+void vec_dot_f32_avx2(int64_t n, float *s, const void *vx, const void *vy)
+{
+    const float *x = vx, *y = vy;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8), a1);
+        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 16), _mm256_loadu_ps(y + i + 16), a2);
+        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 24), _mm256_loadu_ps(y + i + 24), a3);
+    }
+    for (; i + 8 <= n; i += 8)
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), a0);
+    float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    for (; i < n; i++)
+        sum += x[i] * y[i];
+    *s = sum;
+}
+
+static inline __m256 load_f16x8(const lm_fp16 *p)
+{
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+/* Contract: kernels.h. */
+void vec_dot_f16_avx2(int64_t n, float *s, const void *vx, const void *vy)
+{
+    const lm_fp16 *x = vx, *y = vy;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        a0 = _mm256_fmadd_ps(load_f16x8(x + i), load_f16x8(y + i), a0);
+        a1 = _mm256_fmadd_ps(load_f16x8(x + i + 8), load_f16x8(y + i + 8), a1);
+        a2 = _mm256_fmadd_ps(load_f16x8(x + i + 16), load_f16x8(y + i + 16), a2);
+        a3 = _mm256_fmadd_ps(load_f16x8(x + i + 24), load_f16x8(y + i + 24), a3);
+    }
+    for (; i + 8 <= n; i += 8)
+        a0 = _mm256_fmadd_ps(load_f16x8(x + i), load_f16x8(y + i), a0);
+    float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    for (; i < n; i++)
+        sum += lm_fp16_to_fp32(x[i]) * lm_fp16_to_fp32(y[i]);
+    *s = sum;
+}
+
+/* Contract: kernels.h. */
+void fp16_to_fp32_row_avx2(const void *vx, float *y, int64_t n)
+{
+    const lm_fp16 *x = vx;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, load_f16x8(x + i));
+    for (; i < n; i++)
+        y[i] = lm_fp16_to_fp32(x[i]);
+}
+
+/* Contract: kernels.h. */
+void fp32_to_fp16_row_avx2(const float *x, void *vy, int64_t n)
+{
+    lm_fp16 *y = vy;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(y + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++)
+        y[i] = lm_fp32_to_fp16(x[i]);
+}

@@ -1,0 +1,217 @@
+/* copy.c - CPY, CONT, REPEAT, CONCAT.
+ *
+ * CPY / CONT copy the source's elements, in logical order (i0 fastest), into
+ * dst's logical order; shapes may differ when the element counts agree.
+ * Same type: raw element (or block) copies, one memcpy per thread when both
+ * are contiguous. Different types: each dst row is gathered as F32 from the
+ * source (F32/F16/BF16) and encoded: F16/BF16 with the kernel table (all ISAs
+ * give the same bits), block types with quant/'s REFERENCE encoder, so a
+ * quantized KV cache holds the same bytes on every ISA. (llama.cpp encodes a
+ * Q8_0 destination with its SIMD quantizer, which rounds ties to even; the
+ * difference is one code step on rare ties.) Threads split dst rows.
+ *
+ * Quantized tensors are walked in whole blocks: their rows are contiguous
+ * (the constructors require it), so a block index stands for an element index.
+ */
+#include <string.h>
+
+#include "core/fp16.h"
+#include "cpu/ops/ops.h"
+
+/* A cursor over the units (elements, or blocks for block types) of a tensor
+ * in logical order. */
+struct walker {
+    const struct lm_tensor *t;
+    int64_t n0;    /* units per row */
+    int64_t i[4];
+};
+
+static void walker_seek(struct walker *w, const struct lm_tensor *t, int64_t flat)
+{
+    w->t = t;
+    w->n0 = t->ne[0] / lm_type_blck(t->type);
+    w->i[0] = flat % w->n0;
+    int64_t r = flat / w->n0;
+    lm_cpu_row_index(t, r, &w->i[1], &w->i[2], &w->i[3]);
+}
+
+static inline char *walker_ptr(const struct walker *w)
+{
+    return lm_cpu_elem(w->t, w->i[0], w->i[1], w->i[2], w->i[3]);
+}
+
+/* Units left in the current row. */
+static inline int64_t walker_run(const struct walker *w) { return w->n0 - w->i[0]; }
+
+static inline void walker_advance(struct walker *w, int64_t k)
+{
+    w->i[0] += k;
+    if (w->i[0] < w->n0)
+        return;
+    w->i[0] = 0;
+    for (int d = 1; d < 4; d++) {
+        if (++w->i[d] < w->t->ne[d])
+            return;
+        w->i[d] = 0;
+    }
+}
+
+static float load_f(enum lm_type t, const char *p)
+{
+    switch (t) {
+    case LM_TYPE_F16:
+        return lm_fp16_to_fp32(*(const lm_fp16 *)p);
+    case LM_TYPE_BF16:
+        return lm_bf16_to_fp32(*(const lm_bf16 *)p);
+    default:
+        return *(const float *)p;
+    }
+}
+
+static void store_f(enum lm_type t, char *p, float v)
+{
+    switch (t) {
+    case LM_TYPE_F16:
+        *(lm_fp16 *)p = lm_fp32_to_fp16(v);
+        break;
+    case LM_TYPE_BF16:
+        *(lm_bf16 *)p = lm_fp32_to_bf16(v);
+        break;
+    default:
+        *(float *)p = v;
+        break;
+    }
+}
+
+/* n F32 values of src from flat element index `flat` on. */
+static void gather_f32(const struct lm_cpu_params *p, const struct lm_tensor *src, int64_t flat, int64_t n, float *out)
+{
+    struct walker w;
+    walker_seek(&w, src, flat);
+    const bool unit = src->nb[0] == lm_type_size(src->type);
+    const lm_to_float_fn decode = p->kern->type[src->type].to_float;
+    for (int64_t k = 0; k < n;) {
+        int64_t run = walker_run(&w) < n - k ? walker_run(&w) : n - k;
+        if (unit) {
+            decode(walker_ptr(&w), out + k, run);
+        } else {
+            for (int64_t j = 0; j < run; j++)
+                out[k + j] = load_f(src->type, (const char *)walker_ptr(&w) + j * (int64_t)src->nb[0]);
+        }
+        walker_advance(&w, run);
+        k += run;
+    }
+}
+
+/* Scratch: one F32 row per thread when the types differ. */
+size_t lm_cpu_work_cpy(const struct lm_tensor *dst, int nth, const struct lm_cpu_kernels *kern)
+{
+    (void)kern;
+    if (dst->src[0]->type == dst->type)
+        return 0;
+    return (size_t)nth * lm_cpu_pad((size_t)dst->ne[0] * sizeof(float));
+}
+
+/* Same type: copy units of dst rows [r0, r1) from src's flat order. */
+static void copy_same(const struct lm_tensor *src, struct lm_tensor *dst, int64_t r0, int64_t r1)
+{
+    const size_t unit = lm_type_size(dst->type);
+    struct walker ws, wd;
+    const int64_t n0 = dst->ne[0] / lm_type_blck(dst->type);
+    walker_seek(&ws, src, r0 * n0);
+    walker_seek(&wd, dst, r0 * n0);
+    const bool s_unit = src->nb[0] == unit, d_unit = dst->nb[0] == unit;
+    for (int64_t left = (r1 - r0) * n0; left > 0;) {
+        int64_t run = walker_run(&ws) < walker_run(&wd) ? walker_run(&ws) : walker_run(&wd);
+        char *d = walker_ptr(&wd);
+        const char *s = walker_ptr(&ws);
+        if (s_unit && d_unit) {
+            memcpy(d, s, (size_t)run * unit);
+        } else {
+            for (int64_t j = 0; j < run; j++)
+                memcpy(d + j * (int64_t)dst->nb[0], s + j * (int64_t)src->nb[0], unit);
+        }
+        walker_advance(&ws, run);
+        walker_advance(&wd, run);
+        left -= run;
+    }
+}
+
+/* CPY and CONT on this thread's dst rows. */
+void lm_cpu_op_cpy(const struct lm_cpu_params *p, struct lm_tensor *dst)
+{
+    const struct lm_tensor *src = dst->src[0];
+    const int64_t nr = lm_nrows(dst), n = dst->ne[0];
+    int64_t r0, r1;
+    lm_cpu_split(nr, p->ith, p->nth, &r0, &r1);
+    if (r0 >= r1 || n == 0)
+        return;
+    if (src->type == dst->type) {
+        if (lm_is_contiguous(src) && lm_is_contiguous(dst)) {
+            const size_t row = lm_row_size(dst->type, n);
+            memcpy((char *)dst->data + (size_t)r0 * row, (const char *)src->data + (size_t)r0 * row,
+                   (size_t)(r1 - r0) * row);
+        } else {
+            copy_same(src, dst, r0, r1);
+        }
+        return;
+    }
+    float *tmp = lm_cpu_wslice(p, 0, (size_t)n * sizeof(float));
+    const lm_from_float_fn encode = lm_type_blck(dst->type) == 1 ? p->kern->type[dst->type].from_float
+                                                                  : lm_quant_traits(dst->type)->from_float;
+    const bool d_unit = dst->nb[0] == lm_type_size(dst->type);
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t i1, i2, i3;
+        lm_cpu_row_index(dst, r, &i1, &i2, &i3);
+        char *out = lm_cpu_elem(dst, 0, i1, i2, i3);
+        gather_f32(p, src, r * n, n, tmp);
+        if (d_unit) {
+            encode(tmp, out, n);
+        } else {
+            for (int64_t i = 0; i < n; i++)
+                store_f(dst->type, out + i * (int64_t)dst->nb[0], tmp[i]);
+        }
+    }
+}
+
+/* REPEAT on this thread's dst rows. */
+void lm_cpu_op_repeat(const struct lm_cpu_params *p, struct lm_tensor *dst)
+{
+    const struct lm_tensor *a = dst->src[0];
+    const int64_t n = dst->ne[0], na = a->ne[0];
+    int64_t r0, r1;
+    lm_cpu_split(lm_nrows(dst), p->ith, p->nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t i1, i2, i3;
+        lm_cpu_row_index(dst, r, &i1, &i2, &i3);
+        char *d = lm_cpu_elem(dst, 0, i1, i2, i3);
+        const char *s = lm_cpu_elem(a, 0, i1 % a->ne[1], i2 % a->ne[2], i3 % a->ne[3]);
+        for (int64_t i = 0; i < n; i++)
+            *(float *)(d + i * (int64_t)dst->nb[0]) = *(const float *)(s + (i % na) * (int64_t)a->nb[0]);
+    }
+}
+
+/* CONCAT on this thread's dst rows. */
+void lm_cpu_op_concat(const struct lm_cpu_params *p, struct lm_tensor *dst)
+{
+    const struct lm_tensor *a = dst->src[0], *b = dst->src[1];
+    const int dim = lm_get_op_i32(dst, 0);
+    const int64_t n = dst->ne[0];
+    int64_t r0, r1;
+    lm_cpu_split(lm_nrows(dst), p->ith, p->nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t idx[4] = {0};
+        lm_cpu_row_index(dst, r, &idx[1], &idx[2], &idx[3]);
+        char *d = lm_cpu_elem(dst, 0, idx[1], idx[2], idx[3]);
+        for (int64_t i = 0; i < n; i++) {
+            idx[0] = i;
+            const struct lm_tensor *s = a;
+            int64_t j[4] = {idx[0], idx[1], idx[2], idx[3]};
+            if (j[dim] >= a->ne[dim]) {
+                s = b;
+                j[dim] -= a->ne[dim];
+            }
+            *(float *)(d + i * (int64_t)dst->nb[0]) = *(const float *)lm_cpu_elem(s, j[0], j[1], j[2], j[3]);
+        }
+    }
+}

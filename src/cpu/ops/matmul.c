@@ -1,0 +1,335 @@
+/* matmul.c - MUL_MAT and MUL_MAT_ID.
+ *
+ * Numerics follow ggml: the activations b (F32) are converted ONCE per matmul
+ * into the weight type's vec_dot_type (kernels.h) in the shared work buffer
+ * (phase 1, rows split over threads), then after a barrier every thread
+ * computes dot products of weight rows with converted activation rows over
+ * its share of the output (phase 2). F32 weights with unit-stride b rows skip
+ * phase 1 and read b in place; b with any other strides (a transposed or
+ * permuted view) is gathered row by row first.
+ *
+ * Phase 2 work is a list of tiles of MB weight rows x NB activation rows,
+ * ordered activation-block fastest, then weight-block, then batch (dims 2, 3),
+ * and split into equal contiguous ranges per thread: for one token (GEMV) each
+ * thread streams its own contiguous slice of the weights once; for batches a
+ * weight tile stays in cache while the activations (shared, in L2/L3) stream.
+ * A GEMM micro-kernel or repacked weights would replace the per-tile loop
+ * (mm_tile) without changing this plan (see docs/kernels.md).
+ *
+ * Types without a direct vec_dot (IQ2_*, Q8_1/Q8_K as weights) take the
+ * dequantizing path: each weight row is decoded to F32 (per-thread scratch)
+ * and dotted with F32 activation rows that were rounded through the
+ * vec_dot_type, which keeps ggml's activation quantization error.
+ *
+ * MUL_MAT_ID groups (slot, token) pairs by expert (thread 0, during phase 1)
+ * and runs the same tiles per expert; ids outside [0, n_expert) give zero rows.
+ */
+#include <string.h>
+
+#include "cpu/ops/ops.h"
+
+#define MM_MB 16 /* weight rows per tile (may shrink so every thread gets work) */
+#define MM_NB 16 /* activation rows per tile */
+
+/* What one matmul needs, derived from its operands and the kernel table. */
+struct mm_ctx {
+    const struct lm_tensor *b;
+    int64_t K;
+    enum lm_type vt;           /* type of the converted b rows */
+    lm_vec_dot_fn dot;         /* weight row (or its F32 decode) . b row */
+    lm_to_float_fn a_decode;   /* dequantizing path: weight row decoder; else NULL */
+    lm_from_float_fn enc;      /* phase 1 encoder (into vt, or into the rounding type) */
+    lm_to_float_fn round_back; /* dequantizing path with a quantized dot type: back to F32 */
+    bool convert;              /* phase 1 runs */
+    size_t b_row;              /* bytes per converted b row */
+    size_t extra_off;          /* op-specific region (MUL_MAT_ID's expert map) */
+    size_t scratch_off;        /* per-thread scratch slices start here */
+    size_t scratch_size;       /* bytes per thread: [gather][round][decode] */
+    size_t round_off, decode_off;
+};
+
+static void mm_init(struct mm_ctx *c, const struct lm_tensor *a, const struct lm_tensor *b,
+                    const struct lm_cpu_kernels *kern, size_t extra_bytes)
+{
+    memset(c, 0, sizeof *c);
+    c->b = b;
+    c->K = a->ne[0];
+    const struct lm_cpu_type_kernels *tk = &kern->type[a->type];
+    const enum lm_type vt = tk->vec_dot_type;
+    const bool b_unit = b->nb[0] == sizeof(float);
+    const size_t row_f32 = (size_t)c->K * sizeof(float);
+    size_t round = 0, decode = 0;
+    if (tk->vec_dot) {
+        c->vt = vt;
+        c->dot = tk->vec_dot;
+        c->enc = kern->type[vt].from_float;
+        c->convert = vt != LM_TYPE_F32 || !b_unit;
+    } else {
+        c->vt = LM_TYPE_F32;
+        c->dot = kern->type[LM_TYPE_F32].vec_dot;
+        c->a_decode = tk->to_float;
+        c->enc = kern->type[vt].from_float;
+        c->convert = true;
+        decode = row_f32;
+        if (vt != LM_TYPE_F32) {
+            c->round_back = kern->type[vt].to_float;
+            round = lm_row_size(vt, c->K);
+        }
+    }
+    c->b_row = lm_row_size(c->vt, c->K);
+    size_t conv = c->convert ? lm_cpu_pad(c->b_row * (size_t)lm_nrows(b)) : 0;
+    c->extra_off = conv;
+    c->scratch_off = conv + lm_cpu_pad(extra_bytes);
+    c->round_off = lm_cpu_pad(b_unit ? 0 : row_f32);
+    c->decode_off = c->round_off + lm_cpu_pad(round);
+    c->scratch_size = c->decode_off + lm_cpu_pad(decode);
+}
+
+static size_t mm_total(const struct mm_ctx *c, int nth)
+{
+    return c->scratch_off + (size_t)nth * lm_cpu_pad(c->scratch_size);
+}
+
+static char *mm_scratch(const struct mm_ctx *c, const struct lm_cpu_params *p)
+{
+    return lm_cpu_wslice(p, c->scratch_off, c->scratch_size);
+}
+
+/* Phase 1: convert b's rows (flat index r = (i3*ne2 + i2)*ne1 + i1) into wdata. */
+static void mm_convert(const struct mm_ctx *c, const struct lm_cpu_params *p)
+{
+    const struct lm_tensor *b = c->b;
+    const int64_t K = c->K, s0 = (int64_t)b->nb[0];
+    char *scratch = mm_scratch(c, p);
+    float *gather = (float *)scratch;
+    void *round = scratch + c->round_off;
+    int64_t r0, r1;
+    lm_cpu_split(lm_nrows(b), p->ith, p->nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t i1, i2, i3;
+        lm_cpu_row_index(b, r, &i1, &i2, &i3);
+        const char *src = lm_cpu_elem(b, 0, i1, i2, i3);
+        const float *f = (const float *)src;
+        if (s0 != (int64_t)sizeof(float)) {
+            for (int64_t i = 0; i < K; i++)
+                gather[i] = *(const float *)(src + i * s0);
+            f = gather;
+        }
+        char *out = (char *)p->wdata + (size_t)r * c->b_row;
+        if (c->round_back) {
+            c->enc(f, round, K);
+            c->round_back(round, (float *)out, K);
+        } else {
+            c->enc(f, out, K);
+        }
+    }
+}
+
+/* Activation row (i1, i2, i3) of b as the dot kernel reads it. */
+static const void *mm_brow(const struct mm_ctx *c, const struct lm_cpu_params *p, int64_t i1, int64_t i2, int64_t i3)
+{
+    const struct lm_tensor *b = c->b;
+    if (!c->convert)
+        return lm_cpu_elem(b, 0, i1, i2, i3);
+    return (const char *)p->wdata + (size_t)((i3 * b->ne[2] + i2) * b->ne[1] + i1) * c->b_row;
+}
+
+/* One weight row against n activation rows: outs[j] = arow . brows[j]. */
+static void mm_row(const struct mm_ctx *c, const struct lm_cpu_params *p, const void *arow,
+                   const void *const *brows, float *const *outs, int n)
+{
+    if (c->a_decode) {
+        float *decode = (float *)(mm_scratch(c, p) + c->decode_off);
+        c->a_decode(arow, decode, c->K);
+        arow = decode;
+    }
+    for (int j = 0; j < n; j++)
+        c->dot(c->K, outs[j], arow, brows[j]);
+}
+
+/* Tile height so that there are at least 4 tiles per thread when possible. */
+static int64_t mm_block_m(int64_t M, int64_t other_tiles, int nth)
+{
+    int64_t mb = MM_MB;
+    while (mb > 1 && ((M + mb - 1) / mb) * other_tiles < 4 * (int64_t)nth)
+        mb /= 2;
+    return mb;
+}
+
+/* ---- MUL_MAT ---- */
+
+/* Scratch: converted activations plus per-thread gather/decode rows. */
+size_t lm_cpu_work_mul_mat(const struct lm_tensor *dst, int nth, const struct lm_cpu_kernels *kern)
+{
+    struct mm_ctx c;
+    mm_init(&c, dst->src[0], dst->src[1], kern, 0);
+    return mm_total(&c, nth);
+}
+
+/* Tile (weight rows [m0, m1), activation rows [n0, n1)) of batch (i2, i3). */
+static void mm_tile(const struct mm_ctx *c, const struct lm_cpu_params *p, struct lm_tensor *dst, int64_t m0,
+                    int64_t m1, int64_t n0, int64_t n1, int64_t i2, int64_t i3)
+{
+    const struct lm_tensor *a = dst->src[0], *b = dst->src[1];
+    const int64_t a2 = i2 / (b->ne[2] / a->ne[2]), a3 = i3 / (b->ne[3] / a->ne[3]);
+    const void *brows[MM_NB];
+    float *outs[MM_NB];
+    for (int64_t m = m0; m < m1; m++) {
+        int n = 0;
+        for (int64_t j = n0; j < n1; j++, n++) {
+            brows[n] = mm_brow(c, p, j, i2, i3);
+            outs[n] = lm_cpu_elem(dst, m, j, i2, i3);
+        }
+        mm_row(c, p, lm_cpu_elem(a, 0, m, a2, a3), brows, outs, n);
+    }
+}
+
+/* MUL_MAT: phase 1 (convert b), barrier, phase 2 (this thread's tiles). */
+void lm_cpu_op_mul_mat(const struct lm_cpu_params *p, struct lm_tensor *dst)
+{
+    const struct lm_tensor *a = dst->src[0], *b = dst->src[1];
+    struct mm_ctx c;
+    mm_init(&c, a, b, p->kern, 0);
+    if (c.convert) {
+        mm_convert(&c, p);
+        lm_cpu_sync(p);
+    }
+    const int64_t M = a->ne[1], N = b->ne[1], B2 = b->ne[2], B3 = b->ne[3];
+    const int64_t nnb = (N + MM_NB - 1) / MM_NB;
+    const int64_t mb = mm_block_m(M, nnb * B2 * B3, p->nth);
+    const int64_t nmb = (M + mb - 1) / mb;
+    int64_t t0, t1;
+    lm_cpu_split(nnb * nmb * B2 * B3, p->ith, p->nth, &t0, &t1);
+    for (int64_t t = t0; t < t1; t++) {
+        const int64_t jb = t % nnb, ib = t / nnb % nmb, batch = t / (nnb * nmb);
+        const int64_t m0 = ib * mb, m1 = m0 + mb < M ? m0 + mb : M;
+        const int64_t n0 = jb * MM_NB, n1 = n0 + MM_NB < N ? n0 + MM_NB : N;
+        mm_tile(&c, p, dst, m0, m1, n0, n1, batch % B2, batch / B2);
+    }
+}
+
+/* ---- MUL_MAT_ID ---- */
+
+/* The expert map in wdata: count[E] and start[E+1] (int64), then the
+ * (slot, token) pairs of every expert, grouped by expert (int32 pairs). */
+struct mm_map {
+    int64_t *count, *start;
+    int32_t *pairs;
+};
+
+static size_t map_bytes(int64_t E, int64_t S, int64_t T)
+{
+    return (size_t)(2 * E + 1) * sizeof(int64_t) + (size_t)(2 * S * T) * sizeof(int32_t);
+}
+
+static struct mm_map map_at(const struct mm_ctx *c, const struct lm_cpu_params *p, int64_t E)
+{
+    struct mm_map m;
+    m.count = (int64_t *)((char *)p->wdata + c->extra_off);
+    m.start = m.count + E;
+    m.pairs = (int32_t *)(m.start + E + 1);
+    return m;
+}
+
+/* Scratch: as MUL_MAT plus the expert map. */
+size_t lm_cpu_work_mul_mat_id(const struct lm_tensor *dst, int nth, const struct lm_cpu_kernels *kern)
+{
+    const struct lm_tensor *as = dst->src[0], *ids = dst->src[2];
+    struct mm_ctx c;
+    mm_init(&c, as, dst->src[1], kern, map_bytes(as->ne[2], ids->ne[0], ids->ne[1]));
+    return mm_total(&c, nth);
+}
+
+static int32_t read_id(const struct lm_tensor *ids, int64_t s, int64_t t)
+{
+    return *(const int32_t *)lm_cpu_elem(ids, s, t, 0, 0);
+}
+
+/* Thread 0: group (slot, token) pairs by expert (counting sort, stable) and
+ * zero the output rows of invalid ids. */
+static void build_map(const struct mm_map *m, struct lm_tensor *dst, int64_t E)
+{
+    const struct lm_tensor *ids = dst->src[2];
+    const int64_t S = ids->ne[0], T = ids->ne[1];
+    memset(m->count, 0, (size_t)E * sizeof(int64_t));
+    for (int64_t t = 0; t < T; t++) {
+        for (int64_t s = 0; s < S; s++) {
+            int32_t e = read_id(ids, s, t);
+            if (e >= 0 && e < E) {
+                m->count[e]++;
+            } else {
+                for (int64_t i = 0; i < dst->ne[0]; i++)
+                    *(float *)lm_cpu_elem(dst, i, s, t, 0) = 0.0f;
+            }
+        }
+    }
+    m->start[0] = 0;
+    for (int64_t e = 0; e < E; e++)
+        m->start[e + 1] = m->start[e] + m->count[e];
+    memset(m->count, 0, (size_t)E * sizeof(int64_t)); /* reused as fill cursors */
+    for (int64_t t = 0; t < T; t++) {
+        for (int64_t s = 0; s < S; s++) {
+            int32_t e = read_id(ids, s, t);
+            if (e >= 0 && e < E) {
+                int64_t k = m->start[e] + m->count[e]++;
+                m->pairs[2 * k] = (int32_t)s;
+                m->pairs[2 * k + 1] = (int32_t)t;
+            }
+        }
+    }
+}
+
+/* Expert e's tile (weight rows [m0, m1), its pairs [k0, k1)). */
+static void mm_id_tile(const struct mm_ctx *c, const struct lm_cpu_params *p, struct lm_tensor *dst,
+                       const struct mm_map *m, int64_t e, int64_t m0, int64_t m1, int64_t k0, int64_t k1)
+{
+    const struct lm_tensor *as = dst->src[0], *b = dst->src[1];
+    const void *brows[MM_NB];
+    float *outs[MM_NB];
+    for (int64_t row = m0; row < m1; row++) {
+        int n = 0;
+        for (int64_t k = k0; k < k1; k++, n++) {
+            const int64_t s = m->pairs[2 * k], t = m->pairs[2 * k + 1];
+            brows[n] = mm_brow(c, p, s % b->ne[1], t, 0);
+            outs[n] = lm_cpu_elem(dst, row, s, t, 0);
+        }
+        mm_row(c, p, lm_cpu_elem(as, 0, row, e, 0), brows, outs, n);
+    }
+}
+
+/* MUL_MAT_ID: convert b and group pairs by expert, barrier, this thread's tiles. */
+void lm_cpu_op_mul_mat_id(const struct lm_cpu_params *p, struct lm_tensor *dst)
+{
+    const struct lm_tensor *as = dst->src[0], *b = dst->src[1], *ids = dst->src[2];
+    const int64_t E = as->ne[2], M = as->ne[1];
+    struct mm_ctx c;
+    mm_init(&c, as, b, p->kern, map_bytes(E, ids->ne[0], ids->ne[1]));
+    const struct mm_map m = map_at(&c, p, E);
+    if (c.convert)
+        mm_convert(&c, p);
+    if (p->ith == 0)
+        build_map(&m, dst, E);
+    lm_cpu_sync(p);
+
+    const int64_t mb = mm_block_m(M, (ids->ne[0] * ids->ne[1] + MM_NB - 1) / MM_NB, p->nth);
+    const int64_t nmb = (M + mb - 1) / mb;
+    int64_t total = 0;
+    for (int64_t e = 0; e < E; e++)
+        total += nmb * ((m.start[e + 1] - m.start[e] + MM_NB - 1) / MM_NB);
+    int64_t t0, t1;
+    lm_cpu_split(total, p->ith, p->nth, &t0, &t1);
+    /* walk the experts to the first tile of this thread, then tile by tile */
+    int64_t e = 0, base = 0;
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t nkb;
+        while (t >= base + nmb * (nkb = (m.start[e + 1] - m.start[e] + MM_NB - 1) / MM_NB)) {
+            base += nmb * nkb;
+            e++;
+        }
+        const int64_t local = t - base, kb = local % nkb, ib = local / nkb;
+        const int64_t m0 = ib * mb, m1 = m0 + mb < M ? m0 + mb : M;
+        const int64_t k0 = m.start[e] + kb * MM_NB;
+        const int64_t k1 = k0 + MM_NB < m.start[e + 1] ? k0 + MM_NB : m.start[e + 1];
+        mm_id_tile(&c, p, dst, &m, e, m0, m1, k0, k1);
+    }
+}

@@ -1,0 +1,118 @@
+/* ops.h - the CPU backend's op functions and the parameters they run with (internal).
+ *
+ * The graph executor (exec.c) calls an op function on every thread of the
+ * pool with the same dst and that thread's params; each thread computes its
+ * share (usually a range of rows from lm_cpu_split) and returns. An op that
+ * needs phases (e.g. MUL_MAT: convert activations, then dot) calls
+ * lm_cpu_sync between them; every thread must make the same lm_cpu_sync calls.
+ * The executor puts one barrier after each computing node.
+ *
+ * Work buffer: before a graph runs, the executor asks each node's work-size
+ * function for the scratch bytes it needs with nth threads and allocates the
+ * maximum once (kept across graphs). params.wdata is that buffer, shared by
+ * all threads, 64-byte aligned; an op divides it itself (per-thread slices
+ * start at lm_cpu_wslice). It is not preserved between nodes.
+ *
+ * Ops read sources through their strides (nb[]): any view works; contiguous
+ * rows take fast paths. Semantics are those of core/tensor.h's comments.
+ */
+#ifndef LM_CPU_OPS_H
+#define LM_CPU_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/tensor.h"
+#include "cpu/kernels/kernels.h"
+#include "cpu/threadpool.h"
+
+#define LM_CPU_CACHE_LINE 64
+
+struct lm_cpu_params {
+    int ith, nth;                      /* this thread, thread count */
+    void *wdata;                       /* shared scratch (see above) */
+    size_t wsize;
+    struct lm_tp *tp;                  /* for lm_cpu_sync */
+    const struct lm_cpu_kernels *kern; /* the kernel table of this graph */
+};
+
+typedef void (*lm_cpu_op_fn)(const struct lm_cpu_params *p, struct lm_tensor *dst);
+/* Scratch bytes an op needs for dst with nth threads (0: none). */
+typedef size_t (*lm_cpu_work_fn)(const struct lm_tensor *dst, int nth, const struct lm_cpu_kernels *kern);
+
+/* Barrier among the threads of the current node. */
+static inline void lm_cpu_sync(const struct lm_cpu_params *p)
+{
+    if (p->nth > 1)
+        lm_tp_barrier(p->tp);
+}
+
+/* Rows [*r0, *r1) of n for thread ith of nth: contiguous, sizes differ by at most one. */
+static inline void lm_cpu_split(int64_t n, int ith, int nth, int64_t *r0, int64_t *r1)
+{
+    *r0 = n * ith / nth;
+    *r1 = n * (ith + 1) / nth;
+}
+
+/* Round bytes up to a cache line (per-thread slices never share a line). */
+static inline size_t lm_cpu_pad(size_t bytes)
+{
+    return (bytes + LM_CPU_CACHE_LINE - 1) / LM_CPU_CACHE_LINE * LM_CPU_CACHE_LINE;
+}
+
+/* Thread ith's slice of `per_thread` bytes (padded) starting `offset` bytes into wdata. */
+static inline void *lm_cpu_wslice(const struct lm_cpu_params *p, size_t offset, size_t per_thread)
+{
+    return (char *)p->wdata + offset + (size_t)p->ith * lm_cpu_pad(per_thread);
+}
+
+/* Address of element (i0, i1, i2, i3) of t. */
+static inline void *lm_cpu_elem(const struct lm_tensor *t, int64_t i0, int64_t i1, int64_t i2, int64_t i3)
+{
+    return (char *)t->data + i0 * (int64_t)t->nb[0] + i1 * (int64_t)t->nb[1] + i2 * (int64_t)t->nb[2] +
+           i3 * (int64_t)t->nb[3];
+}
+
+/* Split a flat row index r over dims 1..3 of t into (i1, i2, i3). */
+static inline void lm_cpu_row_index(const struct lm_tensor *t, int64_t r, int64_t *i1, int64_t *i2, int64_t *i3)
+{
+    *i1 = r % t->ne[1];
+    *i2 = r / t->ne[1] % t->ne[2];
+    *i3 = r / (t->ne[1] * t->ne[2]);
+}
+
+/* ---- ops (one family per file) ---- */
+
+/* binary.c */
+void lm_cpu_op_binary(const struct lm_cpu_params *p, struct lm_tensor *dst); /* ADD, MUL, DIV */
+/* unary.c */
+void lm_cpu_op_unary(const struct lm_cpu_params *p, struct lm_tensor *dst); /* SCALE SQR SQRT CLAMP UNARY */
+/* reduce.c */
+void lm_cpu_op_sum_rows(const struct lm_cpu_params *p, struct lm_tensor *dst);
+/* norm.c */
+void lm_cpu_op_norm(const struct lm_cpu_params *p, struct lm_tensor *dst); /* NORM, RMS_NORM */
+/* matmul.c */
+void lm_cpu_op_mul_mat(const struct lm_cpu_params *p, struct lm_tensor *dst);
+size_t lm_cpu_work_mul_mat(const struct lm_tensor *dst, int nth, const struct lm_cpu_kernels *kern);
+void lm_cpu_op_mul_mat_id(const struct lm_cpu_params *p, struct lm_tensor *dst);
+size_t lm_cpu_work_mul_mat_id(const struct lm_tensor *dst, int nth, const struct lm_cpu_kernels *kern);
+/* get_rows.c */
+void lm_cpu_op_get_rows(const struct lm_cpu_params *p, struct lm_tensor *dst);
+size_t lm_cpu_work_get_rows(const struct lm_tensor *dst, int nth, const struct lm_cpu_kernels *kern);
+/* copy.c */
+void lm_cpu_op_cpy(const struct lm_cpu_params *p, struct lm_tensor *dst); /* CPY, CONT */
+size_t lm_cpu_work_cpy(const struct lm_tensor *dst, int nth, const struct lm_cpu_kernels *kern);
+void lm_cpu_op_repeat(const struct lm_cpu_params *p, struct lm_tensor *dst);
+void lm_cpu_op_concat(const struct lm_cpu_params *p, struct lm_tensor *dst);
+/* softmax.c */
+void lm_cpu_op_soft_max(const struct lm_cpu_params *p, struct lm_tensor *dst);
+size_t lm_cpu_work_soft_max(const struct lm_tensor *dst, int nth, const struct lm_cpu_kernels *kern);
+void lm_cpu_op_diag_mask_inf(const struct lm_cpu_params *p, struct lm_tensor *dst);
+/* rope.c */
+void lm_cpu_op_rope(const struct lm_cpu_params *p, struct lm_tensor *dst);
+size_t lm_cpu_work_rope(const struct lm_tensor *dst, int nth, const struct lm_cpu_kernels *kern);
+/* argsort.c */
+void lm_cpu_op_argsort(const struct lm_cpu_params *p, struct lm_tensor *dst);
+size_t lm_cpu_work_argsort(const struct lm_tensor *dst, int nth, const struct lm_cpu_kernels *kern);
+
+#endif

@@ -1,0 +1,40 @@
+/* threadpool.h - persistent worker threads for the CPU backend (internal).
+ *
+ * A pool of n threads has n-1 workers; the thread calling lm_tp_run is thread
+ * 0 of every job. A job runs fn(arg, ith, n) once on each of the n threads and
+ * lm_tp_run returns when all of them have returned. Inside a job,
+ * lm_tp_barrier(tp) blocks until all n threads reach it; writes before a
+ * barrier are visible to every thread after it.
+ *
+ * Waiting (for a job, at a barrier) spins briefly with a pause instruction,
+ * then sleeps on a condition variable, so idle workers use no CPU between
+ * jobs. One job at a time: a pool is driven by one thread (the backend's
+ * user); lm_tp_run is not reentrant. The pool does not clamp n to the cores;
+ * the backend does (lm_cpu_n_cores). To change the thread count, make a new pool.
+ */
+#ifndef LM_CPU_THREADPOOL_H
+#define LM_CPU_THREADPOOL_H
+
+#include "core/status.h"
+
+struct lm_tp;
+typedef void (*lm_tp_fn)(void *arg, int ith, int nth);
+
+/* A pool of n threads (n >= 1; n-1 workers are started now). NULL-safe free.
+ * LM_ERR_INVALID_ARG for n < 1, LM_ERR_NOMEM when threads cannot be made. */
+lm_status lm_tp_new(int n, struct lm_tp **out);
+/* Stop and join the workers; NULL: nothing. Not while a job runs. */
+void lm_tp_free(struct lm_tp *tp);
+/* Threads per job. */
+int lm_tp_size(const struct lm_tp *tp);
+/* Run fn on all threads of the pool; the caller is thread 0. */
+void lm_tp_run(struct lm_tp *tp, lm_tp_fn fn, void *arg);
+/* Wait for all threads of the current job (no-op for a 1-thread pool). */
+void lm_tp_barrier(struct lm_tp *tp);
+/* How many times worker threads went to sleep (tests: idle workers sleep). */
+long lm_tp_sleeps(const struct lm_tp *tp);
+
+/* Online cores (sysconf), at least 1. */
+int lm_cpu_n_cores(void);
+
+#endif
