@@ -10,10 +10,19 @@
 
 #include "backend/backend.h"
 
+/* A new ref backend in *out (free with lm_backend_free). LM_ERR_INVALID_ARG
+ * for a NULL out, LM_ERR_NOMEM. Backends share nothing: one per thread is safe.
+ * It computes every op of enum lm_op on every type with a float conversion
+ * (docs/ops.md), on tensors whose data is host memory (ref buffers, host
+ * buffers, arenas with data). graph_compute returns LM_ERR_UNSUPPORTED for a
+ * node it cannot compute and LM_ERR_INVALID_ARG for a node without data. */
 lm_status lm_ref_backend_new(lm_backend_t *out);
+/* Registry entry "ref" (init = lm_ref_backend_new). Static; never NULL. */
 const struct lm_backend_reg *lm_ref_backend_reg(void);
+/* True if be was made by lm_ref_backend_new (false for NULL). */
 bool lm_backend_is_ref(lm_backend_t be);
-/* The ref buffer type (host memory, but not the CPU's buffer type). */
+/* The ref buffer type "ref": 64-byte aligned host memory (is_host true), a
+ * buffer type object distinct from lm_host_buft(). Static; never NULL. */
 lm_buft lm_ref_buft(void);
 
 #endif

@@ -1,0 +1,209 @@
+/* ops_attention.c - ref DIAG_MASK_INF, SOFT_MAX, ROPE and ARGSORT.
+ *
+ * Row ops gather each source row into a double scratch row before writing the
+ * destination row (safe for an in-place destination). Softmax and RoPE are
+ * computed in double from the F32 inputs; the formulas are those documented in
+ * core/tensor.h and docs/ops.md (RoPE/YaRN as ggml's rope_yarn defines them).
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "ref/ref_internal.h"
+
+/* DIAG_MASK_INF: -inf where i0 > n_past + i1, else a. */
+lm_status ref_op_diag_mask_inf(struct lm_tensor *dst)
+{
+    const struct lm_tensor *a = dst->src[0];
+    const int64_t n_past = lm_get_op_i32(dst, 0);
+    for (int64_t i3 = 0; i3 < dst->ne[3]; i3++)
+        for (int64_t i2 = 0; i2 < dst->ne[2]; i2++)
+            for (int64_t i1 = 0; i1 < dst->ne[1]; i1++)
+                for (int64_t i0 = 0; i0 < dst->ne[0]; i0++)
+                    ref_set(dst, i0, i1, i2, i3, i0 > n_past + i1 ? -INFINITY : ref_get(a, i0, i1, i2, i3));
+    return LM_OK;
+}
+
+/* The ALiBi slope of head h of n_head (1 when max_bias is 0). */
+static double alibi_slope(double max_bias, int64_t n_head, int64_t h)
+{
+    if (max_bias <= 0.0)
+        return 1.0;
+    int64_t n = 1; /* 2^floor(log2(n_head)) */
+    while (n * 2 <= n_head)
+        n *= 2;
+    const double m0 = pow(2.0, -max_bias / (double)n);
+    const double m1 = pow(2.0, -max_bias / 2.0 / (double)n);
+    return h < n ? pow(m0, (double)(h + 1)) : pow(m1, (double)(2 * (h - n) + 1));
+}
+
+static double *scratch(int64_t n) { return malloc((size_t)(n > 0 ? n : 1) * sizeof(double)); }
+
+/* SOFT_MAX: per row softmax(a * scale + slope_h * mask[:, i1]). */
+lm_status ref_op_soft_max(struct lm_tensor *dst)
+{
+    const struct lm_tensor *a = dst->src[0], *mask = dst->src[1];
+    const double scale = lm_get_op_f32(dst, 0), max_bias = lm_get_op_f32(dst, 1);
+    const int64_t n = a->ne[0];
+    double *row = scratch(n);
+    if (!row)
+        return LM_ERR_NOMEM;
+    for (int64_t i3 = 0; i3 < a->ne[3]; i3++)
+        for (int64_t i2 = 0; i2 < a->ne[2]; i2++) {
+            const double slope = alibi_slope(max_bias, a->ne[2], i2);
+            for (int64_t i1 = 0; i1 < a->ne[1]; i1++) {
+                double max = -INFINITY, sum = 0.0;
+                for (int64_t i0 = 0; i0 < n; i0++) {
+                    row[i0] = ref_get(a, i0, i1, i2, i3) * scale;
+                    if (mask)
+                        row[i0] += slope * ref_get(mask, i0, i1, 0, 0);
+                    max = row[i0] > max ? row[i0] : max;
+                }
+                for (int64_t i0 = 0; i0 < n; i0++) {
+                    row[i0] = exp(row[i0] - max);
+                    sum += row[i0];
+                }
+                for (int64_t i0 = 0; i0 < n; i0++)
+                    ref_set(dst, i0, i1, i2, i3, row[i0] / sum);
+            }
+        }
+    free(row);
+    return LM_OK;
+}
+
+/* ---- RoPE ---- */
+
+struct rope_ctx {
+    int n_dims, mode;
+    double freq_base, freq_scale, ext_factor, attn_factor;
+    float corr[2]; /* YaRN correction dims: the pair range where the ramp runs */
+};
+
+/* ggml_rope_yarn_corr_dim: the pair index whose wavelength fits n_rot times
+ * into n_ctx_orig. Computed in float as ggml does, because floor/ceil of it
+ * are discontinuous and must land on the same integers. */
+static float corr_dim(int n_dims, int n_ctx_orig, float n_rot, float base)
+{
+    return (float)n_dims * logf((float)n_ctx_orig / (n_rot * 2.0f * (float)M_PI)) / (2.0f * logf(base));
+}
+
+static void rope_setup(const struct lm_tensor *dst, struct rope_ctx *rc)
+{
+    rc->n_dims = lm_get_op_i32(dst, 0);
+    rc->mode = lm_get_op_i32(dst, 1);
+    const int n_ctx_orig = lm_get_op_i32(dst, 2);
+    const float base = lm_get_op_f32(dst, 3);
+    rc->freq_base = base;
+    rc->freq_scale = lm_get_op_f32(dst, 4);
+    rc->ext_factor = lm_get_op_f32(dst, 5);
+    rc->attn_factor = lm_get_op_f32(dst, 6);
+    const float beta_fast = lm_get_op_f32(dst, 7), beta_slow = lm_get_op_f32(dst, 8);
+    const float start = floorf(corr_dim(rc->n_dims, n_ctx_orig, beta_fast, base));
+    const float end = ceilf(corr_dim(rc->n_dims, n_ctx_orig, beta_slow, base));
+    rc->corr[0] = start > 0.0f ? start : 0.0f;
+    rc->corr[1] = end < (float)(rc->n_dims - 1) ? end : (float)(rc->n_dims - 1);
+}
+
+/* cos and sin of the angle of pair i (elements 2i, 2i+1 before any mode
+ * mapping) at position p, both times the magnitude scale (ggml's rope_yarn). */
+static void rope_angle(const struct rope_ctx *rc, double p, int i, double *c, double *s)
+{
+    const double theta_extrap = p * pow(rc->freq_base, -2.0 * i / rc->n_dims);
+    const double theta_interp = rc->freq_scale * theta_extrap;
+    double theta = theta_interp, mscale = rc->attn_factor;
+    if (rc->ext_factor != 0.0) {
+        double denom = (double)rc->corr[1] - rc->corr[0];
+        double y = (i - (double)rc->corr[0]) / (denom > 0.001 ? denom : 0.001);
+        double ramp = 1.0 - (y < 0.0 ? 0.0 : y > 1.0 ? 1.0 : y);
+        double mix = ramp * rc->ext_factor;
+        theta = theta_interp * (1.0 - mix) + theta_extrap * mix;
+        mscale *= 1.0 + 0.1 * log(1.0 / rc->freq_scale);
+    }
+    *c = cos(theta) * mscale;
+    *s = sin(theta) * mscale;
+}
+
+/* Rotate the first n_dims of row x (in place) for position p. */
+static void rope_row(const struct rope_ctx *rc, double p, double *x)
+{
+    for (int i = 0; i < rc->n_dims / 2; i++) {
+        const int j0 = rc->mode == LM_ROPE_NEOX ? i : 2 * i;
+        const int j1 = rc->mode == LM_ROPE_NEOX ? i + rc->n_dims / 2 : 2 * i + 1;
+        double c, s;
+        rope_angle(rc, p, i, &c, &s);
+        const double x0 = x[j0], x1 = x[j1];
+        x[j0] = x0 * c - x1 * s;
+        x[j1] = x0 * s + x1 * c;
+    }
+}
+
+/* ROPE: rotate the first n_dims of every row by its token's position. */
+lm_status ref_op_rope(struct lm_tensor *dst)
+{
+    const struct lm_tensor *a = dst->src[0], *pos = dst->src[1];
+    struct rope_ctx rc;
+    rope_setup(dst, &rc);
+    const int64_t n = a->ne[0];
+    double *row = scratch(n);
+    if (!row)
+        return LM_ERR_NOMEM;
+    for (int64_t i3 = 0; i3 < a->ne[3]; i3++)
+        for (int64_t i2 = 0; i2 < a->ne[2]; i2++) {
+            const double p = ref_get(pos, i2, 0, 0, 0);
+            for (int64_t i1 = 0; i1 < a->ne[1]; i1++) {
+                for (int64_t i0 = 0; i0 < n; i0++)
+                    row[i0] = ref_get(a, i0, i1, i2, i3);
+                rope_row(&rc, p, row);
+                for (int64_t i0 = 0; i0 < n; i0++)
+                    ref_set(dst, i0, i1, i2, i3, row[i0]);
+            }
+        }
+    free(row);
+    return LM_OK;
+}
+
+/* ---- ARGSORT ---- */
+
+struct keyed {
+    double v;
+    int64_t i;
+    int desc;
+};
+
+/* Order by value (NaN after every number ascending, before them descending),
+ * then by index: a total order, so qsort's result is the stable sort. */
+static int cmp_keyed(const void *pa, const void *pb)
+{
+    const struct keyed *a = pa, *b = pb;
+    int c = 0;
+    if (isnan(a->v) || isnan(b->v))
+        c = isnan(a->v) - isnan(b->v);
+    else
+        c = (a->v > b->v) - (a->v < b->v);
+    if (a->desc)
+        c = -c;
+    if (c == 0)
+        c = (a->i > b->i) - (a->i < b->i);
+    return c;
+}
+
+/* ARGSORT: per row the I32 indices of a stable sort (ASC or DESC). */
+lm_status ref_op_argsort(struct lm_tensor *dst)
+{
+    const struct lm_tensor *a = dst->src[0];
+    const int desc = lm_get_op_i32(dst, 0) == LM_SORT_DESC;
+    const int64_t n = a->ne[0];
+    struct keyed *row = malloc((size_t)(n > 0 ? n : 1) * sizeof *row);
+    if (!row)
+        return LM_ERR_NOMEM;
+    for (int64_t i3 = 0; i3 < a->ne[3]; i3++)
+        for (int64_t i2 = 0; i2 < a->ne[2]; i2++)
+            for (int64_t i1 = 0; i1 < a->ne[1]; i1++) {
+                for (int64_t i0 = 0; i0 < n; i0++)
+                    row[i0] = (struct keyed){ref_get(a, i0, i1, i2, i3), i0, desc};
+                qsort(row, (size_t)n, sizeof *row, cmp_keyed);
+                for (int64_t i0 = 0; i0 < n; i0++)
+                    ref_set(dst, i0, i1, i2, i3, (double)row[i0].i);
+            }
+    free(row);
+    return LM_OK;
+}

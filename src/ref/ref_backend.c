@@ -1,0 +1,252 @@
+/* ref_backend.c - the ref backend's vtables: its buffer type "ref" (aligned
+ * host memory, a buffer type object of its own), the backend (op support and
+ * graph_compute dispatching to the ops_*.c files) and its registry entry.
+ *
+ * Invariants: the backend keeps no state between calls (graph_compute walks
+ * the nodes in order, computes each with scalar C on one thread, and returns
+ * the first failure). It reads any tensor whose data is host memory: tensors
+ * of arenas with data (buffer NULL) and of host buffers alike. Thread-safety:
+ * one graph at a time per backend; separate ref backends are independent.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "ref/ref.h"
+#include "ref/ref_internal.h"
+
+#define REF_ALIGN 64
+
+/* ---- buffers and the buffer type ---- */
+
+static void buf_free(struct lm_buffer *buf) { free(buf->context); }
+static void *buf_base(struct lm_buffer *buf) { return buf->context; }
+
+static void buf_set(struct lm_buffer *buf, struct lm_tensor *t, const void *data, size_t offset, size_t size)
+{
+    memcpy((char *)t->data + offset, data, size);
+}
+
+static void buf_get(struct lm_buffer *buf, const struct lm_tensor *t, void *data, size_t offset, size_t size)
+{
+    memcpy(data, (const char *)t->data + offset, size);
+}
+
+/* Direct copy from any tensor whose data is host memory. */
+static bool buf_cpy(struct lm_buffer *buf, const struct lm_tensor *src, struct lm_tensor *dst)
+{
+    if (!src->data || (src->buffer && !lm_buffer_is_host(src->buffer)))
+        return false;
+    memmove(dst->data, src->data, lm_nbytes(src));
+    return true;
+}
+
+static void buf_clear(struct lm_buffer *buf, uint8_t value) { memset(buf->context, value, buf->size); }
+
+static const struct lm_buffer_i ref_buffer_i = {
+    .free_buffer = buf_free,
+    .get_base = buf_base,
+    .set_tensor = buf_set,
+    .get_tensor = buf_get,
+    .cpy_tensor = buf_cpy,
+    .clear = buf_clear,
+};
+
+static const char *buft_name(lm_buft buft) { return "ref"; }
+static size_t buft_alignment(lm_buft buft) { return REF_ALIGN; }
+static bool buft_is_host(lm_buft buft) { return true; }
+
+static lm_status buft_alloc(lm_buft buft, size_t size, struct lm_buffer **out)
+{
+    if (!out)
+        return LM_ERR_INVALID_ARG;
+    size_t rounded = (size + REF_ALIGN - 1) & ~(size_t)(REF_ALIGN - 1);
+    if (rounded < size)
+        return LM_ERR_NOMEM;
+    void *mem = NULL;
+    if (rounded) {
+        mem = aligned_alloc(REF_ALIGN, rounded);
+        if (!mem) {
+            LM_LOG_ERR("ref buffer: cannot allocate %zu bytes\n", size);
+            return LM_ERR_NOMEM;
+        }
+    }
+    struct lm_buffer *b = lm_buffer_init(buft, ref_buffer_i, mem, size);
+    if (!b) {
+        free(mem);
+        return LM_ERR_NOMEM;
+    }
+    *out = b;
+    return LM_OK;
+}
+
+static struct lm_buffer_type ref_buft = {
+    .iface = {
+        .get_name = buft_name,
+        .alloc_buffer = buft_alloc,
+        .get_alignment = buft_alignment,
+        .is_host = buft_is_host,
+    },
+};
+
+/* The one ref buffer type (static storage, never NULL). */
+lm_buft lm_ref_buft(void) { return &ref_buft; }
+
+/* ---- op support ---- */
+
+static bool is_f32(const struct lm_tensor *t) { return t && t->type == LM_TYPE_F32; }
+static bool is_i32(const struct lm_tensor *t) { return t && t->type == LM_TYPE_I32; }
+
+/* Copies: equal types move bytes; otherwise a float source converts to a
+ * float or encodable destination. */
+static bool cpy_supported(const struct lm_tensor *src, const struct lm_tensor *dst)
+{
+    if (src->type == dst->type)
+        return lm_type_valid(src->type);
+    bool src_float = src->type == LM_TYPE_F32 || src->type == LM_TYPE_F16 || src->type == LM_TYPE_BF16;
+    bool dst_block = lm_type_blck(dst->type) != 1;
+    return src_float && ref_type_writable(dst->type) && (!dst_block || src->type == LM_TYPE_F32);
+}
+
+/* The ops, source types and shapes the ref backend computes (docs/ops.md). */
+bool ref_supports(const struct lm_tensor *t)
+{
+    const struct lm_tensor *s0 = t->src[0], *s1 = t->src[1];
+    switch (t->op) {
+    case LM_OP_NONE:
+    case LM_OP_RESHAPE:
+    case LM_OP_VIEW:
+    case LM_OP_PERMUTE:
+    case LM_OP_TRANSPOSE: return true;
+    case LM_OP_ADD:
+    case LM_OP_MUL:
+    case LM_OP_DIV: return is_f32(t) && is_f32(s0) && is_f32(s1) && lm_can_repeat(s1, s0);
+    case LM_OP_SCALE:
+    case LM_OP_SQR:
+    case LM_OP_SQRT:
+    case LM_OP_CLAMP:
+    case LM_OP_SUM_ROWS:
+    case LM_OP_NORM:
+    case LM_OP_RMS_NORM:
+    case LM_OP_REPEAT:
+    case LM_OP_DIAG_MASK_INF: return is_f32(t) && is_f32(s0);
+    case LM_OP_UNARY: return is_f32(t) && is_f32(s0) && (unsigned)lm_get_op_i32(t, 0) < LM_UNARY_COUNT;
+    case LM_OP_MUL_MAT:
+    case LM_OP_MUL_MAT_ID:
+        return is_f32(t) && s0 && ref_type_readable(s0->type) && lm_is_contiguous_rows(s0) && is_f32(s1) &&
+               (t->op == LM_OP_MUL_MAT || is_i32(t->src[2]));
+    case LM_OP_GET_ROWS:
+        return is_f32(t) && s0 && ref_type_readable(s0->type) && lm_is_contiguous_rows(s0) && is_i32(s1);
+    case LM_OP_CPY:
+    case LM_OP_CONT:
+        return s0 && cpy_supported(s0, t) && (lm_type_blck(t->type) == 1 || lm_is_contiguous_rows(t)) &&
+               (lm_type_blck(s0->type) == 1 || lm_is_contiguous_rows(s0));
+    case LM_OP_CONCAT: return is_f32(t) && is_f32(s0) && is_f32(s1) && (unsigned)lm_get_op_i32(t, 0) < 4;
+    case LM_OP_SOFT_MAX: return is_f32(t) && is_f32(s0) && (!s1 || is_f32(s1));
+    case LM_OP_ROPE: {
+        const int mode = lm_get_op_i32(t, 1);
+        return is_f32(t) && is_f32(s0) && is_i32(s1) && (mode == LM_ROPE_NORMAL || mode == LM_ROPE_NEOX);
+    }
+    case LM_OP_ARGSORT: return is_i32(t) && is_f32(s0);
+    default: return false;
+    }
+}
+
+typedef lm_status (*op_fn)(struct lm_tensor *dst);
+
+static const op_fn op_table[LM_OP_COUNT] = {
+    [LM_OP_ADD] = ref_op_binary,
+    [LM_OP_MUL] = ref_op_binary,
+    [LM_OP_DIV] = ref_op_binary,
+    [LM_OP_SCALE] = ref_op_unary,
+    [LM_OP_SQR] = ref_op_unary,
+    [LM_OP_SQRT] = ref_op_unary,
+    [LM_OP_CLAMP] = ref_op_unary,
+    [LM_OP_UNARY] = ref_op_unary,
+    [LM_OP_SUM_ROWS] = ref_op_sum_rows,
+    [LM_OP_NORM] = ref_op_norm,
+    [LM_OP_RMS_NORM] = ref_op_norm,
+    [LM_OP_MUL_MAT] = ref_op_mul_mat,
+    [LM_OP_MUL_MAT_ID] = ref_op_mul_mat_id,
+    [LM_OP_GET_ROWS] = ref_op_get_rows,
+    [LM_OP_CPY] = ref_op_cpy,
+    [LM_OP_CONT] = ref_op_cpy,
+    [LM_OP_REPEAT] = ref_op_repeat,
+    [LM_OP_CONCAT] = ref_op_concat,
+    [LM_OP_DIAG_MASK_INF] = ref_op_diag_mask_inf,
+    [LM_OP_SOFT_MAX] = ref_op_soft_max,
+    [LM_OP_ROPE] = ref_op_rope,
+    [LM_OP_ARGSORT] = ref_op_argsort,
+};
+
+/* ---- the backend ---- */
+
+static const char *be_name(lm_backend_t be) { return "ref"; }
+static void be_free(lm_backend_t be) { free(be); }
+static lm_buft be_default_buft(lm_backend_t be) { return lm_ref_buft(); }
+static bool be_supports_op(lm_backend_t be, const struct lm_tensor *op) { return ref_supports(op); }
+static bool be_supports_buft(lm_backend_t be, lm_buft buft) { return buft == lm_ref_buft(); }
+
+/* True if every source of t that holds elements has data. */
+static bool sources_ready(const struct lm_tensor *t)
+{
+    for (int i = 0; i < LM_MAX_SRC; i++)
+        if (t->src[i] && lm_nelements(t->src[i]) > 0 && !t->src[i]->data)
+            return false;
+    return true;
+}
+
+static lm_status be_graph_compute(lm_backend_t be, struct lm_graph *g)
+{
+    if (!g)
+        return LM_ERR_INVALID_ARG;
+    for (int i = 0; i < g->n_nodes; i++) {
+        struct lm_tensor *t = g->nodes[i];
+        if (t->op == LM_OP_NONE || lm_is_view_op(t->op) || lm_nelements(t) == 0)
+            continue;
+        if ((unsigned)t->op >= LM_OP_COUNT || !op_table[t->op] || !ref_supports(t)) {
+            LM_LOG_ERR("ref: node '%s' (%s) is not supported\n", t->name, lm_op_name(t->op));
+            return LM_ERR_UNSUPPORTED;
+        }
+        if (!t->data || !sources_ready(t)) {
+            LM_LOG_ERR("ref: node '%s' (%s) or one of its sources has no data\n", t->name, lm_op_name(t->op));
+            return LM_ERR_INVALID_ARG;
+        }
+        lm_status st = op_table[t->op](t);
+        if (st) {
+            LM_LOG_ERR("ref: node '%s' (%s) failed: %s\n", t->name, lm_op_name(t->op), lm_status_str(st));
+            return st;
+        }
+    }
+    return LM_OK;
+}
+
+static const struct lm_backend_i ref_backend_i = {
+    .get_name = be_name,
+    .free = be_free,
+    .get_default_buffer_type = be_default_buft,
+    .graph_compute = be_graph_compute,
+    .supports_op = be_supports_op,
+    .supports_buft = be_supports_buft,
+};
+
+/* A new ref backend (no state besides the vtable); free with lm_backend_free. */
+lm_status lm_ref_backend_new(lm_backend_t *out)
+{
+    if (!out)
+        return LM_ERR_INVALID_ARG;
+    struct lm_backend *be = calloc(1, sizeof *be);
+    if (!be)
+        return LM_ERR_NOMEM;
+    be->iface = ref_backend_i;
+    *out = be;
+    return LM_OK;
+}
+
+/* True if be is a ref backend (its vtable's name function is ours). */
+bool lm_backend_is_ref(lm_backend_t be) { return be && be->iface.get_name == be_name; }
+
+static const struct lm_backend_reg ref_reg = {.name = "ref", .init = lm_ref_backend_new};
+
+/* The registry entry "ref". */
+const struct lm_backend_reg *lm_ref_backend_reg(void) { return &ref_reg; }

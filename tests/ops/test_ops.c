@@ -1,0 +1,620 @@
+/* test_ops.c - every op on the CPU backend (1, 2 and 3 threads) against the
+ * ref backend, over many random shapes, layouts and types. The three CPU runs
+ * also use different kernel sets (lm_cpu_isa_limit): the best one, generic C,
+ * and the level below the best (generic again on an AVX2-only machine).
+ *
+ * Each case is a ut_spec (util_ops.h) drawn from a fixed-seed PRNG; its graph
+ * is built afresh per backend from the same data seed, node outputs are
+ * poisoned with NaN bytes before compute (so an element an op forgets to
+ * write is caught), and the CPU's output is compared with ref's by normalised
+ * MSE, nmse = sum((cpu - ref)^2) / sum(ref^2), against a bound per op and type
+ * (see `bound_*` below for the bounds and their reasons); integer outputs
+ * (ARGSORT, TOP_K) must be equal. At the end a coverage table lists every op
+ * with the cases and types run and the worst nmse seen; an op of enum lm_op
+ * that no case ran fails the test.
+ *
+ * LM_OPS_VERBOSE=1 in the environment prints every case with its nmse;
+ * LM_OPS_SEED=n draws other cases (the default seed is fixed).
+ * Built with -DLM_OPS_REF_ONLY the harness runs ref against a second ref run
+ * (for use before a CPU backend exists). Runtime: about a second in a release
+ * build; the case counts are sized for < 60 s under ASan on 2 cores.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/cpu.h"
+#include "lm_test.h"
+#include "quant/quant.h"
+#include "ref/ref.h"
+#include "util_ops.h"
+
+#define ARENA_SIZE ((size_t)64 << 20)
+#define MAX_MSGS 40
+#define N_CPU 3
+
+/* ---- bounds on nmse (cpu vs ref; ref computes in double) ----
+ *
+ * EXACT 1e-10: each output is one correctly rounded f32 operation of its
+ *   inputs, a conversion or a copy (ADD MUL DIV SCALE SQR SQRT CLAMP RELU NEG
+ *   REPEAT CONCAT CPY CONT GET_ROWS DIAG_MASK_INF). Expected 0; a CPU that
+ *   divides as x * (1/y) errs by an ulp (nmse ~1e-14). Seen: 0.
+ * FUNC 1e-8 (SILU GELU TANH): f32 exp/tanh (libm or vector polynomials) are
+ *   good to a few ulp, ~1e-7 relative (nmse ~1e-13); the bound rejects both a
+ *   wrong formula and ggml's fp16 GELU table (~1e-3 relative, nmse ~1e-7).
+ *   Seen: 3e-15.
+ * REDUCE 1e-9: f32 sums over n <= 4096 terms in any order (SUM_ROWS NORM
+ *   RMS_NORM SOFT_MAX): relative error ~sqrt(n) * 2^-24 ~ 4e-6 at worst-case
+ *   alignment, nmse ~1e-11. Seen: 1e-14.
+ * ROPE 1e-7: an f32 implementation builds the angles pos * base^(-2i/n) by
+ *   repeated multiplication (up to n/2 roundings) for pos < 1024, an absolute
+ *   error up to ~1e-4 rad on the middle pairs (nmse ~1e-9); headroom x100.
+ *   Seen: 2e-10.
+ * MUL_MAT by weight type (the CPU may convert activations to the weight's dot
+ *   type first). Inputs are uniform in [-1, 1], so an output (a dot product
+ *   of K terms) has E[y^2] = K/9; the nmse denominator is floored at
+ *   n_out * K / 9 (matmul_floor) so that a case with one or two outputs that
+ *   happen to be near 0 does not read as a large relative error (without the
+ *   floor such cases reach nmse 1e-2 on correct code). Expected values:
+ *   f32 1e-9 (f32 accumulation, K <= 1024: relative ~sqrt(K) 2^-24; seen
+ *     1e-12 over 30 seeds);
+ *   f16 1e-6 (activations rounded to f16: relative error <= 2^-11, variance
+ *     (2^-11)^2/3, nmse ~8e-8; seen 1.3e-7);
+ *   bf16 5e-5 (activations rounded to bf16: 2^-8, nmse ~5e-6; seen 9e-6);
+ *   quantized 1e-3 (activations to Q8_0/Q8_1/Q8_K, 8 bits per block of 32 or
+ *     256 with scale amax/127 ~ 1/127: error variance d^2/12 ~ 5e-6 against
+ *     E[b^2] = 1/3, nmse ~1.6e-5; seen 1.2e-4 on one-output cases; a wrong
+ *     block, scale, offset or nibble order gives nmse > 1e-2).
+ * CPY into a quantized type 1e-10: both backends must use the reference
+ *   encoder (quant/), so the blocks are identical.
+ * Integer outputs: 0 (exact).
+ */
+#define B_EXACT 1e-10
+#define B_FUNC 1e-8
+#define B_REDUCE 1e-9
+#define B_ROPE 1e-7
+
+static double bound_mul_mat(enum lm_type t)
+{
+    switch (t) {
+    case LM_TYPE_F32: return 1e-9;
+    case LM_TYPE_F16: return 1e-6;
+    case LM_TYPE_BF16: return 5e-5;
+    default: return 1e-3;
+    }
+}
+
+/* The expected output energy of a matmul case (inputs uniform in [-1, 1]:
+ * E[(sum of K products)^2] = K/9 per output); 0 for other ops. */
+static double matmul_floor(const struct ut_spec *sp, int64_t n_out)
+{
+    if (sp->kind != UT_K_MUL_MAT && sp->kind != UT_K_MUL_MAT_ID)
+        return 0.0;
+    return (double)n_out * (double)sp->ne[0] / 9.0;
+}
+
+/* The weight types of MUL_MAT / MUL_MAT_ID / GET_ROWS and the quantized CPY
+ * destinations tested. */
+static const enum lm_type weight_types[] = {
+    LM_TYPE_F32,  LM_TYPE_F16,  LM_TYPE_BF16, LM_TYPE_Q4_0, LM_TYPE_Q4_1, LM_TYPE_Q5_0, LM_TYPE_Q5_1,
+    LM_TYPE_Q8_0, LM_TYPE_Q2_K, LM_TYPE_Q3_K, LM_TYPE_Q4_K, LM_TYPE_Q5_K, LM_TYPE_Q6_K,
+};
+#define N_WEIGHT_TYPES ((int)(sizeof weight_types / sizeof weight_types[0]))
+
+static const enum lm_type float_types[] = {LM_TYPE_F32, LM_TYPE_F16, LM_TYPE_BF16};
+
+/* ---- the runner ---- */
+
+struct runner {
+    lm_backend_t ref;
+    lm_backend_t other[N_CPU]; /* cpu with 1, 2, 3 threads (or ref again) */
+    int isa[N_CPU];            /* the CPU kernel set each one runs with */
+    int n_other;
+    struct lm_ctx *ctx;
+    struct ut_rng master;
+    struct ut_cov cov[LM_OP_COUNT];
+    int n_cases, n_msgs;
+    bool verbose; /* LM_OPS_VERBOSE set: print every case with its nmse */
+};
+
+static void fail_msg(struct runner *R, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static void fail_msg(struct runner *R, const char *fmt, ...)
+{
+    lm_test_fail++;
+    if (R->n_msgs++ >= MAX_MSGS)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("FAIL: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+/* Build the case in the (reset) arena and a graph of it; poison the outputs
+ * of the nodes that own memory. NULL on failure (message printed). */
+static struct lm_graph *build(struct runner *R, const struct ut_spec *sp, uint64_t seed, struct lm_tensor **out,
+                              const char *desc)
+{
+    lm_ctx_reset(R->ctx);
+    struct ut_rng r;
+    ut_rng_seed(&r, seed);
+    struct lm_tensor *t = ut_build(R->ctx, &r, sp);
+    struct lm_graph *g = t ? lm_graph_new(R->ctx, 64) : NULL;
+    if (!g || lm_graph_expand(g, t) != LM_OK) {
+        fail_msg(R, "%s: cannot build: %s", desc, lm_ctx_error(R->ctx));
+        return NULL;
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        struct lm_tensor *n = g->nodes[i];
+        if (!n->view_src && n->data)
+            memset(n->data, 0xff, lm_nbytes(n));
+    }
+    *out = t;
+    return g;
+}
+
+/* Compute g on be (checking supports_op for every node) and read the output. */
+static bool compute(struct runner *R, lm_backend_t be, struct lm_graph *g, const struct lm_tensor *out, float *vals,
+                    const char *desc)
+{
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (!lm_backend_supports_op(be, g->nodes[i])) {
+            fail_msg(R, "%s: %s does not support node %s (%s)", desc, lm_backend_name(be),
+                     lm_op_name(g->nodes[i]->op), lm_type_name(g->nodes[i]->type));
+            return false;
+        }
+    }
+    lm_status st = lm_backend_graph_compute(be, g);
+    if (st) {
+        fail_msg(R, "%s: %s graph_compute: %s", desc, lm_backend_name(be), lm_status_str(st));
+        return false;
+    }
+    ut_read(out, vals);
+    return true;
+}
+
+/* Run one case on ref and on every other backend; compare; record coverage. */
+static void run_case(struct runner *R, const struct ut_spec *sp, double bound)
+{
+    char desc[400];
+    ut_describe(sp, desc, sizeof desc);
+    const uint64_t seed = ut_rng_u64(&R->master);
+    struct lm_tensor *out;
+    struct lm_graph *g = build(R, sp, seed, &out, desc);
+    if (!g)
+        return;
+    const int64_t n = lm_nelements(out);
+    float *want = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    float *got = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    double worst = 0.0;
+    bool ok = want && got && compute(R, R->ref, g, out, want, desc);
+    for (int64_t i = 0; ok && i < n; i++) {
+        if (isnan(want[i])) {
+            fail_msg(R, "%s: ref output %lld is NaN", desc, (long long)i);
+            ok = false;
+        }
+    }
+    for (int k = 0; ok && k < R->n_other; k++) {
+        g = build(R, sp, seed, &out, desc);
+#ifndef LM_OPS_REF_ONLY
+        lm_cpu_isa_limit((enum lm_cpu_isa)R->isa[k]);
+#endif
+        if (!g || !compute(R, R->other[k], g, out, got, desc)) {
+            ok = false;
+            break;
+        }
+        double e = ut_nmse(got, want, n, matmul_floor(sp, n));
+        worst = e > worst ? e : worst;
+        if (!(e <= bound)) {
+            fail_msg(R, "%s: %s (%d threads, isa %d) nmse %.3g > %.3g", desc, lm_backend_name(R->other[k]), k + 1,
+                     R->isa[k], e, bound);
+            ok = false;
+        }
+    }
+    if (ok && R->verbose)
+        printf("%-10.3g %s\n", worst, desc);
+    if (ok) {
+        lm_test_pass++;
+        R->n_cases++;
+        for (int i = 0; i < g->n_nodes; i++)
+            ut_cov_add(R->cov, g->nodes[i], worst);
+    }
+    free(want);
+    free(got);
+}
+
+/* ---- shape helpers ---- */
+
+static const int64_t dim0_list[] = {1, 2, 3, 7, 13, 16, 31, 32, 33, 64, 67};
+static const int64_t dim_list[] = {1, 2, 3, 5, 7};
+
+static int64_t pick(struct runner *R, const int64_t *list, int n) { return ut_rng_pick(&R->master, list, n); }
+static int64_t rint_(struct runner *R, int64_t n) { return ut_rng_int(&R->master, n); }
+#define PICK(list) pick(R, list, (int)(sizeof(list) / sizeof(list[0])))
+
+/* A random shape with ne[0] from dim0_list and small outer dims. */
+static void random_shape(struct runner *R, int64_t ne[4])
+{
+    ne[0] = PICK(dim0_list);
+    ne[1] = PICK(dim_list);
+    ne[2] = rint_(R, 3) + 1;
+    ne[3] = rint_(R, 2) + 1;
+}
+
+/* A random divisor of n (1 and n are the likely picks). */
+static int64_t divisor(struct runner *R, int64_t n)
+{
+    int64_t d = rint_(R, n) + 1;
+    while (n % d)
+        d--;
+    return rint_(R, 2) ? n : (rint_(R, 2) ? 1 : d);
+}
+
+/* Row length for weight type t: multiples of the block, primes and block +- 1 for f32/f16/bf16. */
+static int64_t weight_k(struct runner *R, enum lm_type t)
+{
+    static const int64_t kf[] = {1, 2, 7, 13, 16, 31, 32, 33, 64, 65, 127, 256, 1024};
+    static const int64_t kq[] = {32, 64, 96, 160, 256, 1024};
+    static const int64_t kk[] = {256, 512, 768};
+    const int64_t blck = lm_type_blck(t);
+    if (blck == 1)
+        return PICK(kf);
+    return blck == 32 ? PICK(kq) : PICK(kk);
+}
+
+static struct ut_spec spec(enum ut_kind kind, int sub)
+{
+    struct ut_spec s;
+    memset(&s, 0, sizeof s);
+    s.kind = kind;
+    s.sub = sub;
+    s.type = s.type2 = LM_TYPE_F32;
+    for (int i = 0; i < 4; i++)
+        s.ne[i] = s.ne2[i] = 1;
+    return s;
+}
+
+/* ---- element-wise and row ops ---- */
+
+static void gen_elementwise(struct runner *R)
+{
+    static const enum lm_op bin[] = {LM_OP_ADD, LM_OP_MUL, LM_OP_DIV};
+    for (int o = 0; o < 3; o++)
+        for (int c = 0; c < 40; c++) {
+            struct ut_spec s = spec(UT_K_BINARY, bin[o]);
+            random_shape(R, s.ne);
+            for (int i = 0; i < 4; i++)
+                s.ne2[i] = divisor(R, s.ne[i]);
+            s.lay[0] = ut_rng_layout(&R->master);
+            s.lay[1] = ut_rng_layout(&R->master);
+            s.n[0] = bin[o] != LM_OP_DIV && c % 4 == 3; /* in place */
+            run_case(R, &s, B_EXACT);
+        }
+    static const enum lm_op un[] = {LM_OP_SCALE, LM_OP_SQR, LM_OP_SQRT, LM_OP_CLAMP};
+    for (int o = 0; o < 4 + LM_UNARY_COUNT; o++)
+        for (int c = 0; c < 16; c++) {
+            struct ut_spec s = spec(UT_K_UNARY, o < 4 ? (int)un[o] : LM_OP_COUNT + (o - 4));
+            random_shape(R, s.ne);
+            s.lay[0] = ut_rng_layout(&R->master);
+            s.f[0] = ut_rng_float(&R->master, -2.0f, 2.0f);
+            s.f[1] = s.f[0] + ut_rng_float(&R->master, 0.0f, 3.0f);
+            bool func = o >= 4 && (o - 4 == LM_UNARY_SILU || o - 4 == LM_UNARY_GELU || o - 4 == LM_UNARY_TANH);
+            run_case(R, &s, func ? B_FUNC : B_EXACT);
+        }
+    static const enum lm_op rows[] = {LM_OP_SUM_ROWS, LM_OP_NORM, LM_OP_RMS_NORM};
+    static const int64_t n0[] = {1, 2, 7, 31, 32, 33, 64, 100, 256, 1000, 4096};
+    static const float eps[] = {1e-5f, 1e-6f, 0.0f};
+    for (int o = 0; o < 3; o++)
+        for (int c = 0; c < 24; c++) {
+            struct ut_spec s = spec(UT_K_ROWS, rows[o]);
+            random_shape(R, s.ne);
+            s.ne[0] = PICK(n0);
+            if (s.ne[0] >= 1000)
+                s.ne[1] = s.ne[2] = s.ne[3] = 1;
+            s.lay[0] = ut_rng_layout(&R->master);
+            s.f[0] = eps[rint_(R, rows[o] == LM_OP_NORM ? 2 : 3)]; /* eps 0 with a 1-wide NORM row is 0/0 */
+            run_case(R, &s, B_REDUCE);
+        }
+}
+
+/* ---- matrix products and gathers ---- */
+
+static void gen_mul_mat(struct runner *R)
+{
+    static const int64_t ms[] = {1, 2, 3, 4, 7, 8, 9, 16, 17, 33};
+    static const int64_t ns[] = {1, 2, 3, 4, 5, 8, 13, 16, 17};
+    for (int t = 0; t < N_WEIGHT_TYPES; t++)
+        for (int c = 0; c < 24; c++) {
+            struct ut_spec s = spec(UT_K_MUL_MAT, 0);
+            s.type = weight_types[t];
+            const int64_t k = weight_k(R, s.type);
+            const bool batch = rint_(R, 5) < 2;
+            const int64_t a2 = batch ? rint_(R, 3) + 1 : 1, a3 = batch ? rint_(R, 2) + 1 : 1;
+            const int64_t r2 = batch ? rint_(R, 2) + 1 : 1, r3 = batch ? rint_(R, 2) + 1 : 1;
+            const int64_t m = PICK(ms), n = k >= 1024 ? 3 : PICK(ns);
+            const int64_t a[4] = {k, m, a2, a3}, b[4] = {k, n, a2 * r2, a3 * r3};
+            memcpy(s.ne, a, sizeof a);
+            memcpy(s.ne2, b, sizeof b);
+            s.lay[0] = ut_rng_layout_rows(&R->master);
+            s.lay[1] = ut_rng_layout(&R->master);
+            run_case(R, &s, bound_mul_mat(s.type));
+        }
+}
+
+static void gen_mul_mat_id(struct runner *R)
+{
+    for (int t = 0; t < N_WEIGHT_TYPES; t++)
+        for (int c = 0; c < 10; c++) {
+            struct ut_spec s = spec(UT_K_MUL_MAT_ID, 0);
+            s.type = weight_types[t];
+            const int64_t k = lm_type_blck(s.type) == 1 ? PICK(dim0_list) : lm_type_blck(s.type) * (rint_(R, 2) + 1);
+            static const int64_t ms[] = {1, 3, 8, 17}, es[] = {1, 2, 3, 5, 8}, ts[] = {1, 2, 3, 7};
+            const int64_t e = PICK(es), n_used = rint_(R, e < 4 ? e : 4) + 1, nt = PICK(ts);
+            const int64_t as[4] = {k, PICK(ms), e, 1}, b[4] = {k, rint_(R, 2) ? n_used : 1, nt, 1};
+            memcpy(s.ne, as, sizeof as);
+            memcpy(s.ne2, b, sizeof b);
+            s.n[0] = n_used;
+            s.n[1] = c % 4 == 3; /* some ids out of range */
+            s.lay[0] = ut_rng_layout_rows(&R->master);
+            s.lay[1] = ut_rng_layout(&R->master);
+            s.lay[2] = rint_(R, 2) ? UT_TRANSPOSE : UT_CONT;
+            run_case(R, &s, bound_mul_mat(s.type));
+        }
+}
+
+static void gen_get_rows(struct runner *R)
+{
+    static const int64_t rs[] = {1, 3, 7, 16}, ns[] = {1, 2, 5, 9};
+    for (int t = 0; t < N_WEIGHT_TYPES; t++)
+        for (int c = 0; c < 10; c++) {
+            struct ut_spec s = spec(UT_K_GET_ROWS, 0);
+            s.type = weight_types[t];
+            const int64_t i2 = rint_(R, 3) + 1, i3 = rint_(R, 2) + 1;
+            const int64_t a[4] = {weight_k(R, s.type), PICK(rs), rint_(R, 2) ? i2 : 1, rint_(R, 2) ? i3 : 1};
+            const int64_t ids[4] = {PICK(ns), i2, i3, 1};
+            memcpy(s.ne, a, sizeof a);
+            memcpy(s.ne2, ids, sizeof ids);
+            s.n[0] = c % 4 == 3;
+            s.lay[0] = ut_rng_layout_rows(&R->master);
+            s.lay[2] = rint_(R, 2) ? UT_TRANSPOSE : UT_CONT;
+            run_case(R, &s, B_EXACT);
+        }
+}
+
+/* ---- copies and layout ---- */
+
+/* A destination shape with src's element count: the same, dims 0 and 1
+ * merged, or (for non-block types) dims 0 and 1 swapped. */
+static void cpy_shape(struct runner *R, const int64_t ne[4], int64_t out[4], bool block)
+{
+    memcpy(out, ne, 4 * sizeof ne[0]);
+    switch (rint_(R, 3)) {
+    case 1:
+        out[0] = ne[0] * ne[1];
+        out[1] = ne[2];
+        out[2] = ne[3];
+        out[3] = 1;
+        break;
+    case 2:
+        if (!block) {
+            out[0] = ne[1];
+            out[1] = ne[0];
+        }
+        break;
+    default: break;
+    }
+}
+
+static void gen_cpy(struct runner *R)
+{
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            for (int c = 0; c < 8; c++) {
+                struct ut_spec s = spec(UT_K_CPY, 0);
+                s.type = float_types[i];
+                s.type2 = float_types[j];
+                random_shape(R, s.ne);
+                cpy_shape(R, s.ne, s.ne2, false);
+                s.lay[0] = ut_rng_layout(&R->master);
+                s.lay[1] = ut_rng_layout(&R->master);
+                run_case(R, &s, B_EXACT);
+            }
+    for (int t = 3; t < N_WEIGHT_TYPES; t++)
+        for (int c = 0; c < 8; c++) {
+            struct ut_spec s = spec(UT_K_CPY, 0);
+            const bool same = c >= 6; /* quantized to the same type: a block copy */
+            s.type = same ? weight_types[t] : LM_TYPE_F32;
+            s.type2 = weight_types[t];
+            random_shape(R, s.ne);
+            s.ne[0] = lm_type_blck(s.type2) * (rint_(R, 3) + 1);
+            cpy_shape(R, s.ne, s.ne2, true);
+            s.lay[0] = same ? (rint_(R, 2) ? UT_CONT : UT_RESHAPE) : ut_rng_layout(&R->master);
+            s.lay[1] = ut_rng_layout_rows(&R->master);
+            run_case(R, &s, B_EXACT);
+        }
+}
+
+static void gen_cont(struct runner *R)
+{
+    for (int t = 0; t < N_WEIGHT_TYPES; t++) {
+        const bool block = lm_type_blck(weight_types[t]) != 1;
+        for (int c = 0; c < (block ? 3 : 14); c++) {
+            struct ut_spec s = spec(UT_K_CONT, 0);
+            s.type = weight_types[t];
+            random_shape(R, s.ne);
+            if (block)
+                s.ne[0] = lm_type_blck(s.type) * (rint_(R, 2) + 1);
+            s.lay[0] = block ? ut_rng_layout_rows(&R->master) : ut_rng_layout(&R->master);
+            if (!block && c % 3 == 2) { /* lm_cont_2d */
+                s.n[0] = 1;
+                s.n[1] = s.ne[0] * s.ne[1];
+                s.n[2] = s.ne[2] * s.ne[3];
+            }
+            run_case(R, &s, B_EXACT);
+        }
+    }
+}
+
+static void gen_repeat_concat(struct runner *R)
+{
+    for (int c = 0; c < 24; c++) {
+        struct ut_spec s = spec(UT_K_REPEAT, 0);
+        random_shape(R, s.ne);
+        for (int i = 0; i < 4; i++)
+            s.ne2[i] = s.ne[i] * (rint_(R, 3) + 1);
+        s.ne2[0] = s.ne[0] * (rint_(R, 2) + 1);
+        s.lay[0] = ut_rng_layout(&R->master);
+        run_case(R, &s, B_EXACT);
+    }
+    for (int c = 0; c < 32; c++) {
+        struct ut_spec s = spec(UT_K_CONCAT, c % 4);
+        random_shape(R, s.ne);
+        memcpy(s.ne2, s.ne, sizeof s.ne);
+        s.ne2[s.sub] = s.sub == 0 ? PICK(dim0_list) : PICK(dim_list);
+        s.lay[0] = ut_rng_layout(&R->master);
+        s.lay[1] = ut_rng_layout(&R->master);
+        run_case(R, &s, B_EXACT);
+    }
+}
+
+/* ---- attention pieces ---- */
+
+static void gen_attention(struct runner *R)
+{
+    for (int c = 0; c < 20; c++) {
+        struct ut_spec s = spec(UT_K_DIAG_MASK, 0);
+        random_shape(R, s.ne);
+        s.n[0] = rint_(R, 4) == 0 ? s.ne[0] : rint_(R, 4);
+        s.lay[0] = ut_rng_layout(&R->master);
+        run_case(R, &s, B_EXACT);
+    }
+    static const int64_t kv[] = {1, 2, 7, 16, 31, 32, 33, 100, 256};
+    static const int64_t heads[] = {1, 2, 4, 5, 8};
+    static const float scales[] = {1.0f, 0.125f, 0.3f};
+    static const float biases[] = {8.0f, 2.5f};
+    for (int c = 0; c < 96; c++) {
+        struct ut_spec s = spec(UT_K_SOFT_MAX, c % 4);
+        s.ne[0] = PICK(kv);
+        s.ne[1] = PICK(dim_list);
+        s.ne[2] = c % 8 >= 6 ? 5 : PICK(heads); /* 5 heads: the ALiBi m1 branch */
+        s.ne[3] = rint_(R, 2) + 1;
+        s.n[0] = s.ne[1] + rint_(R, 3); /* mask rows >= n_q (padded, as llama.cpp pads them) */
+        s.f[0] = scales[rint_(R, 3)];
+        s.f[1] = (s.sub && c % 8 >= 4) ? biases[rint_(R, 2)] : 0.0f;
+        s.lay[0] = ut_rng_layout(&R->master);
+        run_case(R, &s, B_REDUCE);
+    }
+}
+
+static void gen_rope(struct runner *R)
+{
+    static const int64_t hd[] = {2, 4, 8, 32, 64, 128};
+    static const int64_t toks[] = {1, 2, 5, 7};
+    static const float bases[] = {10000.0f, 500000.0f, 1e6f};
+    static const int64_t max_pos[] = {16, 512, 1024};
+    for (int c = 0; c < 108; c++) {
+        struct ut_spec s = spec(UT_K_ROPE, 0);
+        const int64_t d = PICK(hd);
+        s.ne[0] = d;
+        s.ne[1] = PICK(dim_list);
+        s.ne[2] = PICK(toks);
+        switch (rint_(R, 3)) { /* all dims, half (as NeoX-partial models), any even count */
+        case 0: s.n[0] = d; break;
+        case 1: s.n[0] = d >= 4 ? d / 2 / 2 * 2 : d; break;
+        default: s.n[0] = 2 * (rint_(R, d / 2) + 1); break;
+        }
+        s.n[1] = c % 2 ? LM_ROPE_NEOX : LM_ROPE_NORMAL;
+        s.n[3] = PICK(max_pos);
+        s.f[0] = bases[rint_(R, 3)];
+        s.f[1] = 1.0f;
+        s.f[3] = 1.0f;
+        s.f[4] = 32.0f;
+        s.f[5] = 1.0f;
+        switch (c / 2 % 3) {
+        case 1: s.f[1] = 0.5f; break; /* linear position scaling */
+        case 2:                        /* YaRN */
+            s.f[1] = rint_(R, 2) ? 0.25f : 0.125f;
+            s.f[2] = rint_(R, 2) ? 1.0f : 0.5f;
+            s.f[3] = rint_(R, 2) ? 1.0f : 0.8f;
+            s.n[2] = rint_(R, 2) ? 512 : 4096;
+            break;
+        default: break;
+        }
+        s.lay[0] = ut_rng_layout(&R->master);
+        run_case(R, &s, B_ROPE);
+    }
+}
+
+static void gen_argsort(struct runner *R)
+{
+    static const int64_t n0[] = {1, 2, 7, 31, 32, 33, 100, 1000};
+    for (int c = 0; c < 48; c++) {
+        struct ut_spec s = spec(UT_K_ARGSORT, c % 2);
+        s.ne[0] = PICK(n0);
+        s.ne[1] = PICK(dim_list);
+        s.ne[2] = rint_(R, 2) + 1;
+        s.n[0] = c % 3 == 2 ? rint_(R, s.ne[0]) + 1 : 0; /* top-k */
+        s.n[1] = c % 4 < 2;                               /* ties */
+        s.lay[0] = ut_rng_layout(&R->master);
+        run_case(R, &s, 0.0);
+    }
+}
+
+int main(void)
+{
+    static struct runner R;
+    struct lm_ctx_params p = {.mem_size = ARENA_SIZE, .no_alloc = false};
+    CHECK(lm_ctx_new(&p, &R.ctx) == LM_OK);
+    CHECK(lm_ref_backend_new(&R.ref) == LM_OK);
+    for (int i = 0; i < N_CPU; i++) {
+#ifdef LM_OPS_REF_ONLY
+        CHECK(lm_ref_backend_new(&R.other[i]) == LM_OK);
+#else
+        CHECK(lm_cpu_backend_new(i + 1, &R.other[i]) == LM_OK);
+        /* 1 thread: the best kernels; 2: generic C; 3: the level below best */
+        const int best = (int)lm_cpu_isa_best();
+        R.isa[i] = i == 0 ? best : i == 1 ? LM_ISA_GENERIC : (best > 0 ? best - 1 : best);
+#endif
+    }
+    R.n_other = N_CPU;
+    R.verbose = getenv("LM_OPS_VERBOSE") != NULL;
+    const char *seed = getenv("LM_OPS_SEED");
+    ut_rng_seed(&R.master, seed ? strtoull(seed, NULL, 0) : 0x1a31a0f5eedull);
+    if (!lm_test_fail) {
+        gen_elementwise(&R);
+        gen_mul_mat(&R);
+        gen_mul_mat_id(&R);
+        gen_get_rows(&R);
+        gen_cpy(&R);
+        gen_cont(&R);
+        gen_repeat_concat(&R);
+        gen_attention(&R);
+        gen_rope(&R);
+        gen_argsort(&R);
+    }
+#ifndef LM_OPS_REF_ONLY
+    lm_cpu_isa_limit(lm_cpu_isa_best());
+    printf("%d cases compared: ref vs cpu with 1 thread (%s kernels), 2 (%s), 3 (%s)\n", R.n_cases,
+           lm_cpu_isa_name((enum lm_cpu_isa)R.isa[0]), lm_cpu_isa_name((enum lm_cpu_isa)R.isa[1]),
+           lm_cpu_isa_name((enum lm_cpu_isa)R.isa[2]));
+#else
+    printf("%d cases compared: ref vs ref\n", R.n_cases);
+#endif
+    int missing = ut_cov_print(R.cov);
+    CHECKF(missing == 0, "%d ops of enum lm_op were never tested", missing);
+    if (R.n_msgs > MAX_MSGS)
+        fprintf(stderr, "(%d more failure messages not shown)\n", R.n_msgs - MAX_MSGS);
+    for (int i = 0; i < N_CPU; i++)
+        lm_backend_free(R.other[i]);
+    lm_backend_free(R.ref);
+    lm_ctx_free(R.ctx);
+    return lm_test_summary();
+}

@@ -1,0 +1,292 @@
+/* test_ref.c - the ref backend against hand-computed values (so the oracle of
+ * test_ops is not only compared with itself), plus its buffer type, backend
+ * identity, registry entry and error paths.
+ *
+ * Expected values were computed by hand or with a few lines of Python's math
+ * module from the formulas in core/tensor.h and ggml's documented semantics
+ * (e.g. YaRN: corr dims 0 and 2 for n_dims 4, base 1e4, n_ctx_orig 4096,
+ * beta 32/1; mscale 1 + 0.1 ln 4), not by running lamina code.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "core/fp16.h"
+#include "core/log.h"
+#include "lm_test.h"
+#include "quant/quant.h"
+#include "ref/ref.h"
+
+static struct lm_ctx *ctx;
+static lm_backend_t be;
+
+/* A contiguous F32 tensor [n0, n1, n2] holding v (flat order). */
+static struct lm_tensor *vals(int64_t n0, int64_t n1, int64_t n2, const float *v)
+{
+    struct lm_tensor *t = lm_new_tensor_3d(ctx, LM_TYPE_F32, n0, n1, n2);
+    if (t)
+        memcpy(t->data, v, (size_t)(n0 * n1 * n2) * sizeof(float));
+    return t;
+}
+
+static struct lm_tensor *ivals(int64_t n0, int64_t n1, const int32_t *v)
+{
+    struct lm_tensor *t = lm_new_tensor_2d(ctx, LM_TYPE_I32, n0, n1);
+    if (t)
+        memcpy(t->data, v, (size_t)(n0 * n1) * sizeof(int32_t));
+    return t;
+}
+
+/* Compute out on the ref backend and compare it (flat order, through its
+ * strides) with want[0..n) to a relative tolerance of 1e-6. */
+static void expect(const char *what, struct lm_tensor *out, const double *want, int64_t n)
+{
+    CHECKF(out != NULL, "%s: build failed: %s", what, lm_ctx_error(ctx));
+    if (!out)
+        return;
+    struct lm_graph *g = lm_graph_new(ctx, 32);
+    CHECK(g && lm_graph_expand(g, out) == LM_OK);
+    CHECKF(lm_backend_graph_compute(be, g) == LM_OK, "%s: compute failed", what);
+    CHECKF(lm_nelements(out) == n, "%s: %lld elements, want %lld", what, (long long)lm_nelements(out), (long long)n);
+    for (int64_t k = 0; k < n && k < lm_nelements(out); k++) {
+        int64_t i0 = k % out->ne[0], i1 = k / out->ne[0] % out->ne[1], i2 = k / out->ne[0] / out->ne[1];
+        double got = lm_get_f32_nd(out, i0, i1, i2, 0);
+        bool ok = isinf(want[k]) ? got == want[k] : fabs(got - want[k]) <= 1e-6 * fmax(1.0, fabs(want[k]));
+        CHECKF(ok, "%s: [%lld] = %.9g, want %.9g", what, (long long)k, got, want[k]);
+    }
+}
+
+static void test_elementwise(void)
+{
+    const float a[4] = {1, 2, 3, 4}, b[2] = {10, -2};
+    expect("add broadcast", lm_add(ctx, vals(2, 2, 1, a), vals(2, 1, 1, b)), (double[]){11, 0, 13, 2}, 4);
+    expect("div", lm_div(ctx, vals(2, 2, 1, a), vals(2, 1, 1, b)), (double[]){0.1, -1, 0.3, -2}, 4);
+    struct lm_tensor *x = vals(4, 1, 1, a);
+    expect("mul in place", lm_mul_inplace(ctx, x, vals(1, 1, 1, (float[]){-1})), (double[]){-1, -2, -3, -4}, 4);
+    CHECK(((float *)x->data)[3] == -4.0f); /* the result is a's memory */
+    expect("scale", lm_scale(ctx, vals(2, 1, 1, a), 0.5f), (double[]){0.5, 1}, 2);
+    expect("sqr sqrt", lm_sqrt(ctx, lm_sqr(ctx, vals(2, 1, 1, (float[]){-3, 4}))), (double[]){3, 4}, 2);
+    expect("clamp", lm_clamp(ctx, vals(4, 1, 1, a), 1.5f, 3.0f), (double[]){1.5, 2, 3, 3}, 4);
+    const float u[3] = {1, -2, -3};
+    expect("silu", lm_silu(ctx, vals(3, 1, 1, u)), (double[]){0.7310585786300049, -0.2384058440442351, -0.14227761953270035}, 3);
+    expect("gelu", lm_gelu(ctx, vals(2, 1, 1, u)), (double[]){0.8411919906082768, -0.04540230591222494}, 2);
+    expect("relu", lm_relu(ctx, vals(3, 1, 1, u)), (double[]){1, 0, 0}, 3);
+    expect("neg", lm_unary(ctx, vals(3, 1, 1, u), LM_UNARY_NEG), (double[]){-1, 2, 3}, 3);
+    expect("tanh", lm_unary(ctx, vals(1, 1, 1, (float[]){0.5f}), LM_UNARY_TANH), (double[]){0.46211715726000974}, 1);
+}
+
+static void test_rows(void)
+{
+    const float a[6] = {1, 2, 3, 4, 3, 4};
+    expect("sum_rows", lm_sum_rows(ctx, vals(4, 1, 1, a)), (double[]){10}, 1);
+    expect("norm", lm_norm(ctx, vals(4, 1, 1, a), 0.0f),
+           (double[]){-1.3416407864998738, -0.4472135954999579, 0.4472135954999579, 1.3416407864998738}, 4);
+    expect("rms_norm [3,4]", lm_rms_norm(ctx, vals(2, 1, 1, a + 4), 0.0f),
+           (double[]){0.848528137423857, 1.131370849898476}, 2);
+    /* transposed input: rows of the view are columns of the stored [2,2] */
+    expect("sum_rows transposed", lm_sum_rows(ctx, lm_transpose(ctx, vals(2, 2, 1, a))), (double[]){4, 6}, 2);
+}
+
+static void test_soft_max(void)
+{
+    const float a[3] = {1, 2, 3};
+    expect("softmax [1,2,3]", lm_soft_max(ctx, vals(3, 1, 1, a)),
+           (double[]){0.09003057317038046, 0.24472847105479767, 0.6652409557748219}, 3);
+    /* scale 0.5, mask [0, -inf, -1]: logits 0.5, -inf, 0.5 */
+    struct lm_tensor *m = vals(3, 1, 1, (float[]){0, -INFINITY, -1});
+    expect("softmax scale+mask", lm_soft_max_ext(ctx, vals(3, 1, 1, a), m, 0.5f, 0.0f), (double[]){0.5, 0, 0.5}, 3);
+    /* ALiBi, 5 heads, max_bias 8: n = 4, m0 = 1/4, m1 = 1/2; slopes 1/4,
+     * 1/16, 1/64, 1/256 and (head 4) m1^1 = 1/2. Logits [0, -slope]. */
+    float zeros[10] = {0};
+    struct lm_tensor *mask = vals(2, 1, 1, (float[]){0, -1});
+    const double p[5] = {0.5621765008857981, 0.5156199157230156, 0.5039061705290805, 0.5009765612582384,
+                         0.6224593312018546};
+    double want[10];
+    for (int h = 0; h < 5; h++) {
+        want[2 * h] = p[h];
+        want[2 * h + 1] = 1.0 - p[h];
+    }
+    expect("softmax alibi 5 heads", lm_soft_max_ext(ctx, vals(2, 1, 5, zeros), mask, 1.0f, 8.0f), want, 10);
+    expect("diag_mask_inf", lm_diag_mask_inf(ctx, vals(3, 2, 1, (float[]){1, 2, 3, 4, 5, 6}), 1),
+           (double[]){1, 2, -INFINITY, 4, 5, 6}, 6);
+}
+
+static void test_rope(void)
+{
+    const float x[6] = {1, 2, 3, 4, 5, 6};
+    struct lm_rope_params p = {.n_dims = 4, .mode = LM_ROPE_NORMAL, .freq_base = 10000.0f, .freq_scale = 1.0f,
+                               .attn_factor = 1.0f, .beta_fast = 32.0f, .beta_slow = 1.0f};
+    /* pos 1: pair angles 1 and 10000^(-1/2) = 0.01; dims 4, 5 unrotated */
+    struct lm_tensor *pos1 = ivals(1, 1, (int32_t[]){1});
+    expect("rope normal pos 1", lm_rope(ctx, vals(6, 1, 1, x), pos1, &p),
+           (double[]){-1.1426396637476532, 1.922075596544176, 2.9598506679133294, 4.029799501669161, 5, 6}, 6);
+    p.mode = LM_ROPE_NEOX; /* pairs (0,2) at angle 1 and (1,3) at 0.01 */
+    expect("rope neox pos 1", lm_rope(ctx, vals(6, 1, 1, x), pos1, &p),
+           (double[]){-1.9841106485555495, 1.959900667496664, 2.4623779024123156, 4.019799668334994, 5, 6}, 6);
+    /* YaRN at pos 3: corr dims [0, 2]; pair 0 ramp 1 (pure extrapolation,
+     * angle 3), pair 1 ramp 0.5 (angle 0.5*0.0075 + 0.5*0.03 = 0.01875);
+     * mscale 1 + 0.1 ln(1/0.25) */
+    p.mode = LM_ROPE_NORMAL;
+    p.freq_scale = 0.25f;
+    p.ext_factor = 1.0f;
+    p.n_ctx_orig = 4096;
+    expect("rope yarn pos 3", lm_rope(ctx, vals(4, 1, 1, x), ivals(1, 1, (int32_t[]){3}), &p),
+           (double[]){-1.4486013885619173, -2.093785801117205, 3.329895672756629, 4.617761322120746}, 4);
+    /* pos 0 is the identity for every mode */
+    p = (struct lm_rope_params){.n_dims = 6, .mode = LM_ROPE_NEOX, .freq_base = 1e4f, .freq_scale = 1.0f,
+                                .attn_factor = 1.0f};
+    expect("rope pos 0", lm_rope(ctx, vals(6, 1, 1, x), ivals(1, 1, (int32_t[]){0}), &p),
+           (double[]){1, 2, 3, 4, 5, 6}, 6);
+}
+
+static void test_matmul(void)
+{
+    /* a rows [1,2,3], [4,5,6]; b rows [1,0,1], [0,1,0] */
+    struct lm_tensor *a = vals(3, 2, 1, (float[]){1, 2, 3, 4, 5, 6});
+    struct lm_tensor *b = vals(3, 2, 1, (float[]){1, 0, 1, 0, 1, 0});
+    expect("mul_mat", lm_mul_mat(ctx, a, b), (double[]){4, 10, 2, 5}, 4);
+    /* broadcast: a [1,1,2] (10, 20), b [1,1,4]: b slice i uses a slice i / 2 */
+    expect("mul_mat broadcast", lm_mul_mat(ctx, vals(1, 1, 2, (float[]){10, 20}), vals(1, 1, 4, (float[]){1, 2, 3, 4})),
+           (double[]){10, 20, 60, 80}, 4);
+    /* a Q8_0 block with d = 0.5 and q = k - 16: dot with ones = 0.5 * sum(q) = -8 */
+    struct lm_tensor *q = lm_new_tensor_2d(ctx, LM_TYPE_Q8_0, 32, 1);
+    CHECK(q != NULL);
+    if (q) {
+        uint8_t *blk = q->data;
+        lm_fp16 d = lm_fp32_to_fp16(0.5f);
+        memcpy(blk, &d, 2);
+        for (int k = 0; k < 32; k++)
+            blk[2 + k] = (uint8_t)(int8_t)(k - 16);
+    }
+    float ones[32];
+    for (int k = 0; k < 32; k++)
+        ones[k] = 1.0f;
+    expect("mul_mat q8_0", lm_mul_mat(ctx, q, vals(32, 1, 1, ones)), (double[]){-8}, 1);
+    /* F16 weights hold 1/3 rounded to f16: 0.333251953125 */
+    struct lm_tensor *h = lm_new_tensor_1d(ctx, LM_TYPE_F16, 2);
+    if (h)
+        ((lm_fp16 *)h->data)[0] = ((lm_fp16 *)h->data)[1] = lm_fp32_to_fp16(1.0f / 3.0f);
+    expect("mul_mat f16", lm_mul_mat(ctx, h, vals(2, 1, 1, (float[]){1, 2})), (double[]){3 * 0.333251953125}, 1);
+    /* experts e0 = [1, 1], e1 = [1, -1]; tokens [3,4], [5,1]; ids t0 (1, 0), t1 (0, 7 = none) */
+    struct lm_tensor *as = vals(2, 1, 2, (float[]){1, 1, 1, -1});
+    struct lm_tensor *tb = vals(2, 1, 2, (float[]){3, 4, 5, 1});
+    expect("mul_mat_id", lm_mul_mat_id(ctx, as, tb, ivals(2, 2, (int32_t[]){1, 0, 0, 7})), (double[]){-1, 7, 6, 0}, 4);
+    /* B1 == n_used: slot s reads b row s; one token, ids (1, 0) */
+    expect("mul_mat_id per-slot rows", lm_mul_mat_id(ctx, as, vals(2, 2, 1, (float[]){3, 4, 5, 1}), ivals(2, 1, (int32_t[]){1, 0})),
+           (double[]){-1, 6}, 2);
+    /* rows 2, 0 and out-of-range 5 (zero row) */
+    struct lm_tensor *w = vals(2, 3, 1, (float[]){1, 2, 3, 4, 5, 6});
+    expect("get_rows", lm_get_rows(ctx, w, ivals(3, 1, (int32_t[]){2, 0, 5})), (double[]){5, 6, 1, 2, 0, 0}, 6);
+    /* per-slice ids: a [1, 2, 2] (slices (1,2), (3,4)), ids [1, 2] = (1, 0): slice 0 row 1, slice 1 row 0 */
+    struct lm_tensor *a3 = vals(1, 2, 2, (float[]){1, 2, 3, 4});
+    expect("get_rows per slice", lm_get_rows(ctx, a3, ivals(1, 2, (int32_t[]){1, 0})), (double[]){2, 3}, 2);
+    /* a with one slice is shared by every ids slice */
+    expect("get_rows shared slice", lm_get_rows(ctx, vals(1, 2, 1, (float[]){1, 2}), ivals(1, 2, (int32_t[]){1, 0})),
+           (double[]){2, 1}, 2);
+}
+
+static void test_copies(void)
+{
+    struct lm_tensor *a = vals(2, 3, 1, (float[]){1, 2, 3, 4, 5, 6});
+    /* CONT of the transpose: [3,2] rows (1,3,5), (2,4,6) */
+    expect("cont transpose", lm_cont(ctx, lm_transpose(ctx, a)), (double[]){1, 3, 5, 2, 4, 6}, 6);
+    /* CPY keeps flat order across shapes: a [2,3] into the transposed view
+     * [3,2] of b0 [2,3]; view element (i0, i1) = a_flat[i0 + 3 i1], stored
+     * at b0[i1 + 2 i0], so b0 = 1 4 2 5 3 6 */
+    struct lm_tensor *b0 = lm_new_tensor_2d(ctx, LM_TYPE_F32, 2, 3);
+    expect("cpy into transposed view", lm_cpy(ctx, a, lm_transpose(ctx, b0)), (double[]){1, 2, 3, 4, 5, 6}, 6);
+    if (b0) {
+        const float want_b0[6] = {1, 4, 2, 5, 3, 6};
+        CHECK(!memcmp(b0->data, want_b0, sizeof want_b0));
+    }
+    struct lm_tensor *bh = lm_new_tensor_2d(ctx, LM_TYPE_F16, 2, 3); /* the same through a conversion */
+    expect("cpy f32->f16 into transposed view", lm_cpy(ctx, a, lm_transpose(ctx, bh)), (double[]){1, 2, 3, 4, 5, 6}, 6);
+    const float want_bh[6] = {1, 4, 2, 5, 3, 6};
+    for (int k = 0; bh && k < 6; k++)
+        CHECK(lm_get_f32_nd(bh, k % 2, k / 2, 0, 0) == want_bh[k]);
+    struct lm_tensor *h = lm_new_tensor_1d(ctx, LM_TYPE_F16, 2);
+    struct lm_tensor *r = lm_cpy(ctx, vals(2, 1, 1, (float[]){1.0f / 3.0f, 65520.0f}), h);
+    expect("cpy f32->f16 rounds", r, (double[]){0.333251953125, INFINITY}, 2);
+    struct lm_tensor *bf = lm_new_tensor_1d(ctx, LM_TYPE_BF16, 1);
+    expect("cpy f32->bf16 rounds", lm_cpy(ctx, vals(1, 1, 1, (float[]){1.0f / 3.0f}), bf), (double[]){0.333984375}, 1);
+    expect("repeat", lm_repeat(ctx, vals(2, 1, 1, (float[]){1, 2}), lm_new_tensor_2d(ctx, LM_TYPE_F32, 4, 2)),
+           (double[]){1, 2, 1, 2, 1, 2, 1, 2}, 8);
+    expect("concat dim 1", lm_concat(ctx, vals(2, 1, 1, (float[]){1, 2}), vals(2, 2, 1, (float[]){3, 4, 5, 6}), 1),
+           (double[]){1, 2, 3, 4, 5, 6}, 6);
+    expect("concat dim 0", lm_concat(ctx, vals(1, 2, 1, (float[]){1, 2}), vals(2, 2, 1, (float[]){3, 4, 5, 6}), 0),
+           (double[]){1, 3, 4, 2, 5, 6}, 6);
+    /* F32 -> Q8_0 encodes within half a step of d = amax / 127 */
+    float x[32];
+    for (int k = 0; k < 32; k++)
+        x[k] = (float)(k - 16) / 16.0f;
+    struct lm_tensor *q = lm_new_tensor_1d(ctx, LM_TYPE_Q8_0, 32);
+    struct lm_tensor *qc = lm_cpy(ctx, vals(32, 1, 1, x), q);
+    struct lm_graph *g = lm_graph_new(ctx, 8);
+    CHECK(qc && g && lm_graph_expand(g, qc) == LM_OK && lm_backend_graph_compute(be, g) == LM_OK);
+    float y[32];
+    lm_quant_traits(LM_TYPE_Q8_0)->to_float(q->data, y, 32);
+    for (int k = 0; k < 32; k++)
+        CHECKF(fabsf(y[k] - x[k]) <= 0.5f / 127.0f + 1e-6f, "q8_0 [%d] %g vs %g", k, (double)y[k], (double)x[k]);
+}
+
+static void test_argsort(void)
+{
+    const float a[5] = {3, 1, 2, 1, 3};
+    expect("argsort asc stable", lm_argsort(ctx, vals(5, 1, 1, a), LM_SORT_ASC), (double[]){1, 3, 2, 0, 4}, 5);
+    expect("argsort desc stable", lm_argsort(ctx, vals(5, 1, 1, a), LM_SORT_DESC), (double[]){0, 4, 2, 1, 3}, 5);
+    expect("top_k 2", lm_top_k(ctx, vals(5, 1, 1, a), 2), (double[]){0, 4}, 2);
+}
+
+static void quiet(enum lm_log_level level, const char *text, void *user) {}
+
+static void test_backend(void)
+{
+    lm_buft bt = lm_ref_buft();
+    CHECK(!strcmp(lm_buft_name(bt), "ref") && lm_buft_is_host(bt) && bt != lm_host_buft());
+    CHECK(!strcmp(lm_backend_name(be), "ref") && lm_backend_is_ref(be));
+    CHECK(lm_backend_default_buft(be) == bt);
+    CHECK(lm_backend_supports_buft(be, bt) && !lm_backend_supports_buft(be, lm_host_buft()));
+    struct lm_buffer *buf = NULL;
+    CHECK(lm_backend_alloc_buffer(be, 256, &buf) == LM_OK && buf && lm_buffer_is_host(buf));
+    struct lm_ctx_params p = {.mem_size = 1 << 16, .no_alloc = true};
+    struct lm_ctx *meta = NULL;
+    CHECK(lm_ctx_new(&p, &meta) == LM_OK);
+    struct lm_tensor *t = lm_new_tensor_1d(meta, LM_TYPE_F32, 4);
+    CHECK(buf && t && lm_buffer_place_tensor(buf, t, 64) == LM_OK);
+    const float v[4] = {1, 2, 3, 4};
+    float w[4] = {0};
+    CHECK(lm_tensor_set(t, v, 0, sizeof v) == LM_OK && lm_tensor_get(t, w, 0, sizeof w) == LM_OK);
+    CHECK(!memcmp(v, w, sizeof v));
+    /* a node whose output has no data is refused, not crashed on */
+    struct lm_tensor *s = lm_scale(meta, t, 2.0f);
+    struct lm_graph *g = lm_graph_new(meta, 8);
+    CHECK(s && g && lm_graph_expand(g, s) == LM_OK);
+    lm_log_set(quiet, NULL); /* the expected error message */
+    CHECK(lm_backend_graph_compute(be, g) == LM_ERR_INVALID_ARG);
+    lm_log_set(NULL, NULL);
+    lm_ctx_free(meta);
+    lm_buffer_free(buf);
+    CHECK(lm_backend_register(lm_ref_backend_reg()) == LM_OK);
+    lm_backend_t other = NULL;
+    CHECK(lm_backend_init_by_name("ref", &other) == LM_OK && lm_backend_is_ref(other));
+    lm_backend_free(other);
+    lm_backend_free(NULL);
+}
+
+int main(void)
+{
+    struct lm_ctx_params p = {.mem_size = 8 << 20, .no_alloc = false};
+    CHECK(lm_ctx_new(&p, &ctx) == LM_OK);
+    CHECK(lm_ref_backend_new(&be) == LM_OK);
+    test_elementwise();
+    test_rows();
+    test_soft_max();
+    test_rope();
+    test_matmul();
+    test_copies();
+    test_argsort();
+    test_backend();
+    CHECKF(lm_ctx_status(ctx) == LM_OK, "arena error: %s", lm_ctx_error(ctx));
+    lm_backend_free(be);
+    lm_ctx_free(ctx);
+    return lm_test_summary();
+}

@@ -1,0 +1,215 @@
+/* util_build.c - the op test cases' graph builders: from a ut_spec (shapes,
+ * types, layouts, parameters) and a seeded PRNG, make random inputs and the
+ * op under test. Built once per backend with the same seed, so each backend
+ * computes the same graph on the same values in its own arena. */
+#include <math.h>
+#include <stdio.h>
+
+#include "util_ops.h"
+
+static const char *const kind_names[] = {
+    [UT_K_BINARY] = "binary",     [UT_K_UNARY] = "unary",           [UT_K_ROWS] = "rows",
+    [UT_K_MUL_MAT] = "mul_mat",   [UT_K_MUL_MAT_ID] = "mul_mat_id", [UT_K_GET_ROWS] = "get_rows",
+    [UT_K_CPY] = "cpy",           [UT_K_CONT] = "cont",             [UT_K_REPEAT] = "repeat",
+    [UT_K_CONCAT] = "concat",     [UT_K_DIAG_MASK] = "diag_mask",   [UT_K_SOFT_MAX] = "soft_max",
+    [UT_K_ROPE] = "rope",         [UT_K_ARGSORT] = "argsort",
+};
+
+void ut_describe(const struct ut_spec *sp, char *buf, size_t size)
+{
+    snprintf(buf, size,
+             "%s sub=%d %s>%s ne=[%lld,%lld,%lld,%lld] ne2=[%lld,%lld,%lld,%lld] n=[%lld,%lld,%lld,%lld] "
+             "lay=%s/%s/%s f=[%g,%g,%g,%g,%g,%g]",
+             kind_names[sp->kind], sp->sub, lm_type_name(sp->type), lm_type_name(sp->type2), (long long)sp->ne[0],
+             (long long)sp->ne[1], (long long)sp->ne[2], (long long)sp->ne[3], (long long)sp->ne2[0],
+             (long long)sp->ne2[1], (long long)sp->ne2[2], (long long)sp->ne2[3], (long long)sp->n[0],
+             (long long)sp->n[1], (long long)sp->n[2], (long long)sp->n[3], ut_layout_name(sp->lay[0]),
+             ut_layout_name(sp->lay[1]), ut_layout_name(sp->lay[2]), (double)sp->f[0], (double)sp->f[1],
+             (double)sp->f[2], (double)sp->f[3], (double)sp->f[4], (double)sp->f[5]);
+}
+
+static struct lm_tensor *build_binary(struct lm_ctx *ctx, struct ut_rng *r, const struct ut_spec *sp)
+{
+    const bool div = sp->sub == LM_OP_DIV;
+    struct lm_tensor *a = ut_input(ctx, r, LM_TYPE_F32, sp->ne, sp->lay[0], -1.0f, 1.0f);
+    /* divisors stay away from 0 so the quotient is well conditioned */
+    struct lm_tensor *b = ut_input(ctx, r, LM_TYPE_F32, sp->ne2, sp->lay[1], div ? 0.5f : -1.0f, div ? 2.0f : 1.0f);
+    if (sp->n[0])
+        return sp->sub == LM_OP_ADD ? lm_add_inplace(ctx, a, b) : lm_mul_inplace(ctx, a, b);
+    if (sp->sub == LM_OP_ADD)
+        return lm_add(ctx, a, b);
+    return sp->sub == LM_OP_MUL ? lm_mul(ctx, a, b) : lm_div(ctx, a, b);
+}
+
+static struct lm_tensor *build_unary(struct lm_ctx *ctx, struct ut_rng *r, const struct ut_spec *sp)
+{
+    const bool root = sp->sub == LM_OP_SQRT;
+    struct lm_tensor *a = ut_input(ctx, r, LM_TYPE_F32, sp->ne, sp->lay[0], root ? 0.0f : -4.0f, 4.0f);
+    switch (sp->sub) {
+    case LM_OP_SCALE: return lm_scale(ctx, a, sp->f[0]);
+    case LM_OP_SQR: return lm_sqr(ctx, a);
+    case LM_OP_SQRT: return lm_sqrt(ctx, a);
+    case LM_OP_CLAMP: return lm_clamp(ctx, a, sp->f[0], sp->f[1]);
+    default: return lm_unary(ctx, a, (enum lm_unary_op)(sp->sub - LM_OP_COUNT));
+    }
+}
+
+static struct lm_tensor *build_rows(struct lm_ctx *ctx, struct ut_rng *r, const struct ut_spec *sp)
+{
+    /* NORM gets an offset so that subtracting the mean matters */
+    const bool norm = sp->sub == LM_OP_NORM;
+    struct lm_tensor *a = ut_input(ctx, r, LM_TYPE_F32, sp->ne, sp->lay[0], norm ? -1.0f : -2.0f, norm ? 3.0f : 2.0f);
+    if (sp->sub == LM_OP_SUM_ROWS)
+        return lm_sum_rows(ctx, a);
+    return norm ? lm_norm(ctx, a, sp->f[0]) : lm_rms_norm(ctx, a, sp->f[0]);
+}
+
+/* An I32 tensor [n0, n1, n2] of ids uniform in [0, hi); with `bad`, about one
+ * in eight is out of range (-1 or hi). Stored transposed when lay is TRANSPOSE. */
+static struct lm_tensor *ids_tensor(struct lm_ctx *ctx, struct ut_rng *r, int64_t n0, int64_t n1, int64_t n2,
+                                    int64_t hi, bool bad, enum ut_layout lay)
+{
+    struct lm_tensor *ids;
+    if (lay == UT_TRANSPOSE)
+        ids = lm_transpose(ctx, lm_new_tensor_3d(ctx, LM_TYPE_I32, n1, n0, n2));
+    else
+        ids = lm_new_tensor_3d(ctx, LM_TYPE_I32, n0, n1, n2);
+    if (!ids)
+        return NULL;
+    for (int64_t i2 = 0; i2 < n2; i2++)
+        for (int64_t i1 = 0; i1 < n1; i1++)
+            for (int64_t i0 = 0; i0 < n0; i0++) {
+                int64_t v = ut_rng_int(r, hi);
+                if (bad && ut_rng_int(r, 8) == 0)
+                    v = ut_rng_int(r, 2) ? hi : -1;
+                lm_set_f32_nd(ids, i0, i1, i2, 0, (float)v);
+            }
+    return ids;
+}
+
+static struct lm_tensor *build_mul_mat_id(struct lm_ctx *ctx, struct ut_rng *r, const struct ut_spec *sp)
+{
+    struct lm_tensor *as = ut_input(ctx, r, sp->type, sp->ne, sp->lay[0], -1.0f, 1.0f);
+    struct lm_tensor *b = ut_input(ctx, r, LM_TYPE_F32, sp->ne2, sp->lay[1], -1.0f, 1.0f);
+    struct lm_tensor *ids = ids_tensor(ctx, r, sp->n[0], sp->ne2[2], 1, sp->ne[2], sp->n[1] != 0, sp->lay[2]);
+    return lm_mul_mat_id(ctx, as, b, ids);
+}
+
+static struct lm_tensor *build_get_rows(struct lm_ctx *ctx, struct ut_rng *r, const struct ut_spec *sp)
+{
+    struct lm_tensor *a = ut_input(ctx, r, sp->type, sp->ne, sp->lay[0], -1.0f, 1.0f);
+    struct lm_tensor *ids = ids_tensor(ctx, r, sp->ne2[0], sp->ne2[1], sp->ne2[2], sp->ne[1], sp->n[0] != 0, sp->lay[2]);
+    return lm_get_rows(ctx, a, ids);
+}
+
+/* A mask [n_kv, rows] for soft_max: sub 1 causal (0 / -inf), 2 ALiBi-style
+ * (-|q - k| / -inf), 3 random in [-2, 0] with some -inf. Key 0 is always
+ * visible, so no row is entirely -inf. */
+static struct lm_tensor *mask_tensor(struct lm_ctx *ctx, struct ut_rng *r, int sub, int64_t n_kv, int64_t n_q,
+                                     int64_t rows)
+{
+    struct lm_tensor *m = lm_new_tensor_2d(ctx, LM_TYPE_F32, n_kv, rows);
+    if (!m)
+        return NULL;
+    const int64_t n_past = n_kv > n_q ? n_kv - n_q : 0;
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < n_kv; j++) {
+            const bool visible = j <= n_past + i;
+            float v;
+            if (sub == 1)
+                v = visible ? 0.0f : -INFINITY;
+            else if (sub == 2)
+                v = visible ? -(float)(n_past + i - j) : -INFINITY;
+            else
+                v = (j == 0 || ut_rng_int(r, 4)) ? ut_rng_float(r, -2.0f, 0.0f) : -INFINITY;
+            lm_set_f32_nd(m, j, i, 0, 0, v);
+        }
+    return m;
+}
+
+static struct lm_tensor *build_soft_max(struct lm_ctx *ctx, struct ut_rng *r, const struct ut_spec *sp)
+{
+    struct lm_tensor *a = ut_input(ctx, r, LM_TYPE_F32, sp->ne, sp->lay[0], -3.0f, 3.0f);
+    struct lm_tensor *mask = NULL;
+    if (sp->sub) {
+        mask = mask_tensor(ctx, r, sp->sub, sp->ne[0], sp->ne[1], sp->n[0]);
+        if (!mask)
+            return NULL;
+    }
+    return lm_soft_max_ext(ctx, a, mask, sp->f[0], sp->f[1]);
+}
+
+static struct lm_tensor *build_rope(struct lm_ctx *ctx, struct ut_rng *r, const struct ut_spec *sp)
+{
+    struct lm_tensor *a = ut_input(ctx, r, LM_TYPE_F32, sp->ne, sp->lay[0], -1.0f, 1.0f);
+    struct lm_tensor *pos = lm_new_tensor_1d(ctx, LM_TYPE_I32, sp->ne[2]);
+    if (!pos)
+        return NULL;
+    for (int64_t i = 0; i < sp->ne[2]; i++)
+        lm_set_f32_nd(pos, i, 0, 0, 0, (float)ut_rng_int(r, sp->n[3]));
+    const struct lm_rope_params p = {
+        .n_dims = (int)sp->n[0],
+        .mode = (int)sp->n[1],
+        .n_ctx_orig = (int)sp->n[2],
+        .freq_base = sp->f[0],
+        .freq_scale = sp->f[1],
+        .ext_factor = sp->f[2],
+        .attn_factor = sp->f[3],
+        .beta_fast = sp->f[4],
+        .beta_slow = sp->f[5],
+    };
+    return lm_rope(ctx, a, pos, &p);
+}
+
+static struct lm_tensor *build_argsort(struct lm_ctx *ctx, struct ut_rng *r, const struct ut_spec *sp)
+{
+    struct lm_tensor *a = ut_input(ctx, r, LM_TYPE_F32, sp->ne, sp->lay[0], -1.0f, 1.0f);
+    if (a && sp->n[1]) { /* few distinct values: many ties, which must keep index order */
+        for (int64_t i3 = 0; i3 < a->ne[3]; i3++)
+            for (int64_t i2 = 0; i2 < a->ne[2]; i2++)
+                for (int64_t i1 = 0; i1 < a->ne[1]; i1++)
+                    for (int64_t i0 = 0; i0 < a->ne[0]; i0++)
+                        lm_set_f32_nd(a, i0, i1, i2, i3, floorf(lm_get_f32_nd(a, i0, i1, i2, i3) * 3.0f));
+    }
+    if (sp->n[0])
+        return lm_top_k(ctx, a, (int)sp->n[0]);
+    return lm_argsort(ctx, a, (enum lm_sort_order)sp->sub);
+}
+
+struct lm_tensor *ut_build(struct lm_ctx *ctx, struct ut_rng *r, const struct ut_spec *sp)
+{
+    struct lm_tensor *a, *b;
+    switch (sp->kind) {
+    case UT_K_BINARY: return build_binary(ctx, r, sp);
+    case UT_K_UNARY: return build_unary(ctx, r, sp);
+    case UT_K_ROWS: return build_rows(ctx, r, sp);
+    case UT_K_MUL_MAT:
+        a = ut_input(ctx, r, sp->type, sp->ne, sp->lay[0], -1.0f, 1.0f);
+        b = ut_input(ctx, r, LM_TYPE_F32, sp->ne2, sp->lay[1], -1.0f, 1.0f);
+        return lm_mul_mat(ctx, a, b);
+    case UT_K_MUL_MAT_ID: return build_mul_mat_id(ctx, r, sp);
+    case UT_K_GET_ROWS: return build_get_rows(ctx, r, sp);
+    case UT_K_CPY:
+        a = ut_input(ctx, r, sp->type, sp->ne, sp->lay[0], -1.0f, 1.0f);
+        b = ut_input(ctx, r, sp->type2, sp->ne2, sp->lay[1], -1.0f, 1.0f);
+        return lm_cpy(ctx, a, b);
+    case UT_K_CONT:
+        a = ut_input(ctx, r, sp->type, sp->ne, sp->lay[0], -1.0f, 1.0f);
+        return sp->n[0] ? lm_cont_2d(ctx, a, sp->n[1], sp->n[2]) : lm_cont(ctx, a);
+    case UT_K_REPEAT:
+        a = ut_input(ctx, r, LM_TYPE_F32, sp->ne, sp->lay[0], -1.0f, 1.0f);
+        b = lm_new_tensor_4d(ctx, LM_TYPE_F32, sp->ne2[0], sp->ne2[1], sp->ne2[2], sp->ne2[3]);
+        return lm_repeat(ctx, a, b);
+    case UT_K_CONCAT:
+        a = ut_input(ctx, r, LM_TYPE_F32, sp->ne, sp->lay[0], -1.0f, 1.0f);
+        b = ut_input(ctx, r, LM_TYPE_F32, sp->ne2, sp->lay[1], -1.0f, 1.0f);
+        return lm_concat(ctx, a, b, sp->sub);
+    case UT_K_DIAG_MASK:
+        a = ut_input(ctx, r, LM_TYPE_F32, sp->ne, sp->lay[0], -1.0f, 1.0f);
+        return lm_diag_mask_inf(ctx, a, (int)sp->n[0]);
+    case UT_K_SOFT_MAX: return build_soft_max(ctx, r, sp);
+    case UT_K_ROPE: return build_rope(ctx, r, sp);
+    case UT_K_ARGSORT: return build_argsort(ctx, r, sp);
+    }
+    return NULL;
+}
