@@ -1,4 +1,5 @@
 /* desc.c - human-readable model descriptions ("llama 7B Q4_0"). */
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "model/model.h"
@@ -63,5 +64,7 @@ int lm_model_desc(const struct lm_model *m, char *buf, size_t size)
             snprintf(count, sizeof count, "%.0fK", n / 1e3);
         sz = count;
     }
-    return snprintf(buf, size, "%s %s %s", m->arch_name, sz, lm_ftype_name(m->hp.ftype));
+    bool guessed = m->hp.ftype != 1024 && (m->hp.ftype & 1024);
+    return snprintf(buf, size, "%s %s %s%s", m->arch_name, sz, lm_ftype_name(m->hp.ftype & ~1024u),
+                    guessed ? " (guessed)" : "");
 }

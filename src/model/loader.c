@@ -443,6 +443,23 @@ static lm_status place_owned(struct lm_loader *ld)
     return LM_OK;
 }
 
+/* The file type of a file that does not say: from the most common weight
+ * type, marked guessed (1024) as llama.cpp does. */
+static uint32_t guess_ftype(const int *type_count)
+{
+    static const uint32_t ftype_of[LM_TYPE_COUNT] = {
+        [LM_TYPE_F32] = 0,   [LM_TYPE_F16] = 1,   [LM_TYPE_Q4_0] = 2,  [LM_TYPE_Q4_1] = 3,
+        [LM_TYPE_Q5_0] = 8,  [LM_TYPE_Q5_1] = 9,  [LM_TYPE_Q8_0] = 7,  [LM_TYPE_Q2_K] = 10,
+        [LM_TYPE_Q3_K] = 12, [LM_TYPE_Q4_K] = 15, [LM_TYPE_Q5_K] = 17, [LM_TYPE_Q6_K] = 18,
+        [LM_TYPE_IQ2_XXS] = 19, [LM_TYPE_IQ2_XS] = 20, [LM_TYPE_BF16] = 32,
+    };
+    int best = LM_TYPE_F32;
+    for (int t = 0; t < LM_TYPE_COUNT; t++)
+        if (type_count[t] > type_count[best] || (type_count[t] == type_count[best] && t != LM_TYPE_F32 && t > best))
+            best = t;
+    return 1024u | ftype_of[best];
+}
+
 static lm_status load_weights(struct lm_loader *ld, const struct lm_arch_def *def)
 {
     struct lm_model *m = ld->m;
@@ -461,10 +478,14 @@ static lm_status load_weights(struct lm_loader *ld, const struct lm_arch_def *de
         if (!ld->file_tensor[i])
             return lm_ld_fail(ld, LM_ERR_CORRUPT, "tensor '%s' is not used by the %s architecture",
                               lm_gguf_tensor_info(ld->g, i)->name, ld->arch);
+    int type_count[LM_TYPE_COUNT] = {0};
     for (struct lm_tensor *t = lm_ctx_first_tensor(m->ctx); t; t = lm_ctx_next_tensor(m->ctx, t)) {
         m->n_elements += (uint64_t)lm_nelements(t);
         m->n_bytes += lm_nbytes(t);
+        type_count[t->type]++;
     }
+    if (m->hp.ftype == 1024)
+        m->hp.ftype = guess_ftype(type_count);
     if (ld->params->use_mmap && (st = place_mapped(ld)))
         return st;
     if ((st = place_owned(ld)))
