@@ -14,6 +14,9 @@ static const struct command commands[] = {
     {"run", cmd_run, "generate text from a prompt"},
     {"tokenize", cmd_tokenize, "print the tokens of a text"},
     {"inspect", cmd_inspect, "print a GGUF file's metadata and tensor table"},
+    {"bench", cmd_bench, "measure prompt processing and generation speed"},
+    {"quantize", cmd_quantize, "re-encode a GGUF model's weights (Q4_0, Q4_K_M, Q8_0, ...)"},
+    {"mkmodel", cmd_mkmodel, "write a model with a real model's shapes and synthetic weights"},
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,90 @@
+/* quantize.c - `lamina quantize IN.gguf OUT.gguf TYPE`: llama.cpp's quantize
+ * tool over llama.h's llama_model_quantize (b1892's recipes; see
+ * docs/formats.md, "Quantizing a model"). TYPE is a name (Q4_K_M, Q8_0, F16,
+ * COPY, ...) or the ftype number. Progress goes to stderr.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cli.h"
+#include "llama.h"
+#include "model/quantize.h"
+
+static void quantize_usage(FILE *f)
+{
+    fprintf(f, "usage: lamina quantize IN.gguf OUT.gguf TYPE [options]\n\n"
+               "Writes OUT.gguf with the weights of IN.gguf re-encoded as TYPE, choosing each tensor's\n"
+               "type as llama.cpp b1892 does (k-quant mixtures such as Q4_K_M keep some tensors in more bits).\n\n"
+               "  --nthread N             threads (default: one per core; the output does not depend on it)\n"
+               "  --allow-requantize      allow re-encoding tensors that are already quantized\n"
+               "  --leave-output-tensor   keep output.weight as it is\n"
+               "  --pure                  no mixture: every quantized tensor gets TYPE's base type\n"
+               "  -h, --help              this text\n\n"
+               "TYPE (name or number):\n");
+    for (int i = 0; lm_ftype_info_at(i); i++) {
+        const struct lm_ftype_info *fi = lm_ftype_info_at(i);
+        fprintf(f, "  %2u  or  %-8s:%s\n", fi->ftype, fi->name, fi->desc);
+    }
+    fprintf(f, "          %-8s: aliases of Q3_K_M, Q4_K_M, Q5_K_M\n", "Q3_K/Q4_K/Q5_K");
+    fprintf(f, "          %-8s: only copy the tensors, no quantizing\n", "COPY");
+}
+
+/* See cli.h: 0 success, 1 quantization failed, 2 usage error. */
+int cmd_quantize(int argc, char **argv)
+{
+    llama_model_quantize_params p = llama_model_quantize_default_params();
+    const char *pos[4] = {NULL};
+    int n_pos = 0;
+    long long v;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *val;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            quantize_usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--nthread") || !strcmp(a, "-t") || !strcmp(a, "--threads")) {
+            if (!(val = cli_value(argc, argv, &i)) || !cli_int(a, val, 1, 1024, &v))
+                return 2;
+            p.nthread = (int32_t)v;
+        } else if (!strcmp(a, "--allow-requantize")) {
+            p.allow_requantize = true;
+        } else if (!strcmp(a, "--leave-output-tensor")) {
+            p.quantize_output_tensor = false;
+        } else if (!strcmp(a, "--pure")) {
+            p.pure = true;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "error: unknown option '%s' (see lamina quantize --help)\n", a);
+            return 2;
+        } else if (n_pos < 4) {
+            pos[n_pos++] = a;
+        } else {
+            fprintf(stderr, "error: unexpected argument '%s'\n", a);
+            return 2;
+        }
+    }
+    if (n_pos < 3) {
+        fprintf(stderr, "error: lamina quantize needs IN.gguf OUT.gguf TYPE (see lamina quantize --help)\n");
+        return 2;
+    }
+    if (n_pos == 4) { /* llama.cpp's trailing thread count */
+        if (!cli_int("nthreads", pos[3], 1, 1024, &v))
+            return 2;
+        p.nthread = (int32_t)v;
+    }
+    uint32_t ftype = 0;
+    if (!strcasecmp(pos[2], "COPY")) {
+        p.only_copy = true;
+    } else if (!lm_ftype_parse(pos[2], &ftype)) {
+        fprintf(stderr, "error: unknown quantization type '%s' (see lamina quantize --help)\n", pos[2]);
+        return 2;
+    }
+    p.ftype = (enum llama_ftype)ftype;
+    llama_backend_init(false);
+    uint32_t rc = llama_model_quantize(pos[0], pos[1], &p);
+    llama_backend_free();
+    if (rc != 0) {
+        fprintf(stderr, "error: quantizing %s failed\n", pos[0]);
+        return 1;
+    }
+    return 0;
+}
