@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "api/api.h"
 #include "core/log.h"
@@ -85,6 +86,7 @@ struct llama_model *llama_load_model_from_file(const char *path_model, struct ll
         .vocab_only = params.vocab_only,
         .use_mmap = params.use_mmap,
         .use_mlock = params.use_mlock,
+        .repack = getenv("LAMINA_NO_REPACK") == NULL,
         .progress = params.progress_callback,
         .progress_user = params.progress_callback_user_data,
         .kv_overrides = (const struct lm_kv_override *)params.kv_overrides,
@@ -112,6 +114,12 @@ void llama_free_model(struct llama_model *model)
         free(model->pieces);
         free(model->piece_len);
     }
+    /* Weights read into heap buffers were mlock'ed: unlock them, or the pages
+     * stay locked after free() hands them back to the heap (the mapping is
+     * unlocked by lm_model_free). */
+    if (model->m->mlocked)
+        for (int i = 0; i < model->m->n_bufs; i++)
+            munlock(lm_buffer_base(model->m->bufs[i]), lm_buffer_size(model->m->bufs[i]));
     lm_model_free(model->m);
     free(model);
 }

@@ -18,6 +18,14 @@ lm_status lm_cpu_backend_new(int n_threads, lm_backend_t *out);
 const struct lm_backend_reg *lm_cpu_backend_reg(void);
 bool lm_backend_is_cpu(lm_backend_t be);
 
+/* The CPU's repacking buffer type: host memory where weight matrices are kept
+ * in the row-interleaved layouts of the GEMM kernels (cpu/repack.h). Write a
+ * tensor whole with lm_tensor_set (it is repacked); lm_tensor_get unpacks.
+ * Only MUL_MAT reads such tensors. */
+lm_buft lm_cpu_repack_buft(void);
+/* True when t's type and shape have a repacked layout (2-D, rows a multiple of 8). */
+bool lm_cpu_can_repack(const struct lm_tensor *t);
+
 /* CPU features found by cpuid (and enabled by the OS), for dispatch and for
  * llama_print_system_info. */
 struct lm_cpu_features {

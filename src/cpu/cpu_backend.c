@@ -63,7 +63,7 @@ static bool cpu_supports_op(lm_backend_t be, const struct lm_tensor *op)
 static bool cpu_supports_buft(lm_backend_t be, lm_buft buft)
 {
     (void)be;
-    return buft == lm_host_buft();
+    return buft == lm_host_buft() || buft == lm_cpu_repack_buft();
 }
 
 static void cpu_set_n_threads(lm_backend_t be, int n_threads)

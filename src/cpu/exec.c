@@ -17,6 +17,7 @@
 #include "core/log.h"
 #include "cpu/exec.h"
 #include "cpu/ops/ops.h"
+#include "cpu/repack.h"
 
 struct op_entry {
     lm_cpu_op_fn compute; /* NULL: nothing to compute (leaf, view) */
@@ -90,7 +91,7 @@ int lm_cpu_exec_threads(const struct lm_cpu_exec *ex) { return ex->n_threads; }
 
 static bool readable(const struct lm_tensor *t)
 {
-    return t->data != NULL && (t->buffer == NULL || lm_buffer_is_host(t->buffer));
+    return t->data != NULL && (t->buffer == NULL || lm_buffer_is_host(t->buffer) || lm_tensor_is_repacked(t));
 }
 
 /* Check every computing node and size the work buffer for nth threads. */

@@ -4,6 +4,7 @@
  */
 #include "cpu/exec.h"
 #include "cpu/kernels/kernels.h"
+#include "cpu/repack.h"
 
 static bool f32(const struct lm_tensor *t) { return t && t->type == LM_TYPE_F32; }
 static bool i32(const struct lm_tensor *t) { return t && t->type == LM_TYPE_I32; }
@@ -95,6 +96,10 @@ static bool rope_ok(const struct lm_tensor *t, const struct lm_tensor *a, const 
 bool lm_cpu_supports_op(const struct lm_tensor *t)
 {
     const struct lm_tensor *a = t->src[0], *b = t->src[1];
+    /* repacked weights are only readable as a matmul's weight operand */
+    for (int s = 0; s < LM_MAX_SRC; s++)
+        if (t->src[s] && lm_tensor_is_repacked(t->src[s]) && !(t->op == LM_OP_MUL_MAT && s == 0))
+            return false;
     const bool out_f32 = f32(t);
     switch (t->op) {
     case LM_OP_NONE:

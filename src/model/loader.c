@@ -18,6 +18,7 @@
 #include "alloc/alloc.h"
 #include "core/log.h"
 #include "core/time.h"
+#include "cpu/cpu.h"
 #include "model/mapping.h"
 #include "vocab/vocab.h"
 
@@ -359,8 +360,7 @@ static bool report(struct lm_loader *ld, float p)
     return !ld->params->progress || ld->params->progress(p, ld->params->progress_user);
 }
 
-/* Point the file-backed tensors into the mapping. */
-static lm_status place_mapped(struct lm_loader *ld)
+static lm_status open_mapping(struct lm_loader *ld)
 {
     struct lm_model *m = ld->m;
     lm_status st = lm_mapping_open(ld->path, &m->mapping);
@@ -368,8 +368,15 @@ static lm_status place_mapped(struct lm_loader *ld)
         return lm_ld_fail(ld, st, "cannot map %s", ld->path);
     if (m->mapping->size < lm_gguf_file_size(ld->g))
         return lm_ld_fail(ld, LM_ERR_IO, "file changed while loading");
+    return LM_OK;
+}
+
+/* Point the file-backed tensors into the mapping. */
+static lm_status place_mapped(struct lm_loader *ld)
+{
+    struct lm_model *m = ld->m;
     struct lm_buffer *buf = NULL;
-    st = lm_buffer_from_host_ptr(lm_host_buft(), m->mapping->addr, m->mapping->size, &buf);
+    lm_status st = lm_buffer_from_host_ptr(lm_host_buft(), m->mapping->addr, m->mapping->size, &buf);
     if (st)
         return lm_ld_fail(ld, st, "cannot wrap the mapping");
     lm_buffer_set_usage(buf, LM_BUFFER_USAGE_WEIGHTS);
@@ -397,6 +404,61 @@ static lm_status fetch(struct lm_loader *ld, FILE *f, int64_t i, void *dst)
         return LM_OK;
     }
     return read_range(f, ti->offset, dst, ti->size);
+}
+
+/* Matrices only matmuls read: the CPU keeps them in its GEMM layout. The
+ * token embedding is read by row (get_rows), so it stays plain, and so does
+ * an output matrix tied to it. */
+static bool repackable(const struct lm_model *m, const struct lm_tensor *t)
+{
+    return lm_cpu_can_repack(t) && t != m->tok_embd && t != m->pos_embd && t->ne[2] == 1;
+}
+
+/* Allocate the repacked matrices in the CPU's repacking buffer and write
+ * them (lm_tensor_set repacks). Without this, they are mapped or read plain. */
+static lm_status place_repacked(struct lm_loader *ld, FILE *f)
+{
+    struct lm_model *m = ld->m;
+    int64_t n = lm_gguf_n_tensors(ld->g);
+    size_t total = 0;
+    for (int64_t i = 0; i < n; i++) {
+        struct lm_tensor *t = ld->file_tensor[i];
+        if (!t->data && !strcmp(t->name, lm_gguf_tensor_info(ld->g, i)->name) && repackable(m, t))
+            total += (lm_nbytes(t) + 63) & ~(size_t)63;
+    }
+    if (total == 0)
+        return LM_OK;
+    struct lm_buffer *buf = NULL;
+    lm_status st = lm_buft_alloc_buffer(lm_cpu_repack_buft(), total, &buf);
+    if (st)
+        return lm_ld_fail(ld, st, "cannot allocate %zu bytes for repacked weights", total);
+    lm_buffer_set_usage(buf, LM_BUFFER_USAGE_WEIGHTS);
+    m->bufs[m->n_bufs++] = buf;
+    void *tmp = NULL;
+    size_t off = 0;
+    for (int64_t i = 0; i < n && !st; i++) {
+        struct lm_tensor *t = ld->file_tensor[i];
+        const struct lm_gguf_tensor_info *ti = lm_gguf_tensor_info(ld->g, i);
+        if (t->data || strcmp(t->name, ti->name) || !repackable(m, t))
+            continue;
+        st = lm_buffer_place_tensor(buf, t, off);
+        off += (lm_nbytes(t) + 63) & ~(size_t)63;
+        const void *src = m->mapping ? (const void *)(m->mapping->addr + ti->offset) : NULL;
+        if (!st && !src) {
+            void *nt = realloc(tmp, ti->size);
+            st = nt ? read_range(f, ti->offset, nt, ti->size) : LM_ERR_NOMEM;
+            tmp = nt ? nt : tmp;
+            src = tmp;
+        }
+        if (!st)
+            st = lm_tensor_set(t, src, 0, ti->size);
+    }
+    free(tmp);
+    if (st)
+        return lm_ld_fail(ld, st, "cannot repack the weights");
+    if (ld->params->use_mlock && lm_mem_lock(lm_buffer_base(buf), lm_buffer_size(buf)) == LM_OK)
+        m->mlocked = true;
+    return LM_OK;
 }
 
 /* Allocate every tensor still without data, then fill it: whole file
@@ -486,6 +548,18 @@ static lm_status load_weights(struct lm_loader *ld, const struct lm_arch_def *de
     }
     if (m->hp.ftype == 1024)
         m->hp.ftype = guess_ftype(type_count);
+    if (ld->params->use_mmap && (st = open_mapping(ld)))
+        return st;
+    if (ld->params->repack) {
+        FILE *f = m->mapping ? NULL : fopen(ld->path, "rb");
+        if (!m->mapping && !f)
+            return lm_ld_fail(ld, LM_ERR_IO, "cannot open %s", ld->path);
+        st = place_repacked(ld, f);
+        if (f)
+            fclose(f);
+        if (st)
+            return st;
+    }
     if (ld->params->use_mmap && (st = place_mapped(ld)))
         return st;
     if ((st = place_owned(ld)))

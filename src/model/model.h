@@ -170,6 +170,7 @@ struct lm_model_params {
     bool vocab_only;
     bool use_mmap;
     bool use_mlock;
+    bool repack;      /* keep matmul-only matrices in the CPU's GEMM layout (cpu/repack.h) */
     bool (*progress)(float progress, void *user); /* NULL: none; return false to abort */
     void *progress_user;
     const struct lm_kv_override *kv_overrides;     /* NULL or ended by an empty key */

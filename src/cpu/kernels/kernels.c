@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "cpu/kernels/gemm.h"
 #include "cpu/kernels/kernels.h"
 
 static struct lm_cpu_kernels g_tables[LM_ISA_COUNT];
@@ -31,12 +32,15 @@ static void fill_generic(struct lm_cpu_kernels *k)
         k->type[t].to_float = q->to_float;
     }
     struct lm_cpu_type_kernels *ty = k->type;
-    ty[LM_TYPE_F32] = (struct lm_cpu_type_kernels){LM_TYPE_F32, vec_dot_f32_generic, f32_from_float_row_generic,
-                                                    f32_copy_row_generic};
-    ty[LM_TYPE_F16] = (struct lm_cpu_type_kernels){LM_TYPE_F16, vec_dot_f16_generic, fp32_to_fp16_row_generic,
-                                                    fp16_to_fp32_row_generic};
-    ty[LM_TYPE_BF16] = (struct lm_cpu_type_kernels){LM_TYPE_BF16, vec_dot_bf16_generic, fp32_to_bf16_row_generic,
-                                                     bf16_to_fp32_row_generic};
+    ty[LM_TYPE_F32] = (struct lm_cpu_type_kernels){.vec_dot_type = LM_TYPE_F32, .vec_dot = vec_dot_f32_generic,
+                                                    .from_float = f32_from_float_row_generic,
+                                                    .to_float = f32_copy_row_generic};
+    ty[LM_TYPE_F16] = (struct lm_cpu_type_kernels){.vec_dot_type = LM_TYPE_F16, .vec_dot = vec_dot_f16_generic,
+                                                    .from_float = fp32_to_fp16_row_generic,
+                                                    .to_float = fp16_to_fp32_row_generic};
+    ty[LM_TYPE_BF16] = (struct lm_cpu_type_kernels){.vec_dot_type = LM_TYPE_BF16, .vec_dot = vec_dot_bf16_generic,
+                                                     .from_float = fp32_to_bf16_row_generic,
+                                                     .to_float = bf16_to_fp32_row_generic};
 
     ty[LM_TYPE_Q4_0].vec_dot_type = LM_TYPE_Q8_0;
     ty[LM_TYPE_Q4_0].vec_dot = vec_dot_q4_0_q8_0_generic;
@@ -44,6 +48,9 @@ static void fill_generic(struct lm_cpu_kernels *k)
     ty[LM_TYPE_Q5_0].vec_dot = vec_dot_q5_0_q8_0_generic;
     ty[LM_TYPE_Q8_0].vec_dot_type = LM_TYPE_Q8_0;
     ty[LM_TYPE_Q8_0].vec_dot = vec_dot_q8_0_q8_0_generic;
+    ty[LM_TYPE_Q4_0].gemm_x8 = gemm_q4_0x8_q8_0_generic;
+    ty[LM_TYPE_Q4_0].gemm_sums = true;
+    ty[LM_TYPE_Q8_0].gemm_x8 = gemm_q8_0x8_q8_0_generic;
     ty[LM_TYPE_Q4_1].vec_dot_type = LM_TYPE_Q8_1;
     ty[LM_TYPE_Q4_1].vec_dot = vec_dot_q4_1_q8_1_generic;
     ty[LM_TYPE_Q5_1].vec_dot_type = LM_TYPE_Q8_1;
@@ -76,6 +83,7 @@ static void build_tables(void)
         g_tables[LM_ISA_AVX2] = g_tables[LM_ISA_GENERIC];
         g_tables[LM_ISA_AVX2].isa = LM_ISA_AVX2;
         lm_cpu_kernels_init_avx2(&g_tables[LM_ISA_AVX2]);
+        lm_cpu_gemm_init_avx2(&g_tables[LM_ISA_AVX2]);
         g_available[LM_ISA_AVX2] = true;
         best = LM_ISA_AVX2;
     }

@@ -51,6 +51,18 @@
 /* *s = dot(x[0..n), y[0..n)); x of the weight type, y of its vec_dot_type. */
 typedef void (*lm_vec_dot_fn)(int64_t n, float *s, const void *x, const void *y);
 
+/* GEMM over one group of 8 repacked weight rows (cpu/repack.h): for r < 8 and
+ * c < nc, s[c * ldc + r] = dot(row r of the group x, activation row c), where
+ * activation row c (k elements of the weight type's vec_dot_type) is at
+ * y + c * by. ysum: int16 sums of each 32-element activation block
+ * (k/32 per row, row c at ysum + c * (k/32)); only kernels that set
+ * gemm_sums read it. Numerics are those of vec_dot (integer part exact, per
+ * block (float)isum * d_w * d_a accumulated in block order in the generic
+ * version). nc is 1..LM_GEMM_MAX_NC. */
+typedef void (*lm_gemm_fn)(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                           const int16_t *ysum, int nc);
+#define LM_GEMM_MAX_NC 16
+
 /* The kernels of one tensor type. */
 struct lm_cpu_type_kernels {
     /* The type activations are converted into before vec_dot (F32 -> F32,
@@ -62,6 +74,8 @@ struct lm_cpu_type_kernels {
     lm_vec_dot_fn vec_dot;      /* NULL: no direct kernel (see above) */
     lm_from_float_fn from_float; /* NULL: the type cannot be encoded here */
     lm_to_float_fn to_float;     /* NULL only for integer types */
+    lm_gemm_fn gemm_x8;          /* repacked-weight GEMM, or NULL (no repacked layout) */
+    bool gemm_sums;              /* gemm_x8 reads the activation block sums */
 };
 
 struct lm_cpu_kernels {
@@ -97,6 +111,11 @@ void vec_dot_q4_K_q8_K_generic(int64_t n, float *s, const void *x, const void *y
 void vec_dot_q5_K_q8_K_generic(int64_t n, float *s, const void *x, const void *y);
 void vec_dot_q6_K_q8_K_generic(int64_t n, float *s, const void *x, const void *y);
 
+void gemm_q4_0x8_q8_0_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                               const int16_t *ysum, int nc);
+void gemm_q8_0x8_q8_0_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                               const int16_t *ysum, int nc);
+
 /* Row conversions (any n). */
 void fp16_to_fp32_row_generic(const void *x, float *y, int64_t n);
 void fp32_to_fp16_row_generic(const float *x, void *y, int64_t n);
@@ -115,10 +134,28 @@ void lm_cpu_kernels_init_avx512(struct lm_cpu_kernels *k); /* kernels/x86-avx512
  * lm_cpu_kernels_for(LM_ISA_AVX2) is non-NULL). */
 void vec_dot_f32_avx2(int64_t n, float *s, const void *x, const void *y);
 void vec_dot_f16_avx2(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_q8_0_q8_0_avx2(int64_t n, float *s, const void *x, const void *y);
+void vec_dot_bf16_avx2(int64_t n, float *s, const void *x, const void *y);
 void vec_dot_q4_0_q8_0_avx2(int64_t n, float *s, const void *x, const void *y);
+void vec_dot_q4_1_q8_1_avx2(int64_t n, float *s, const void *x, const void *y);
+void vec_dot_q5_0_q8_0_avx2(int64_t n, float *s, const void *x, const void *y);
+void vec_dot_q5_1_q8_1_avx2(int64_t n, float *s, const void *x, const void *y);
+void vec_dot_q8_0_q8_0_avx2(int64_t n, float *s, const void *x, const void *y);
+void vec_dot_q2_K_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
+void vec_dot_q3_K_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
+void vec_dot_q4_K_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
+void vec_dot_q5_K_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
+void vec_dot_q6_K_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
+/* Activation encoders: Q8_0 / Q8_1 round half to even with 127/amax (ggml's
+ * AVX2 arithmetic; docs/kernels.md); Q8_K equals quant/'s reference bytes. */
 void quantize_row_q8_0_avx2(const float *x, void *y, int64_t n);
+void quantize_row_q8_1_avx2(const float *x, void *y, int64_t n);
+void quantize_row_q8_K_avx2(const float *x, void *y, int64_t n);
+/* Row conversions, the bits of the generic ones (any n for F16/BF16). */
+void dequantize_row_q4_0_avx2(const void *x, float *y, int64_t n);
+void dequantize_row_q8_0_avx2(const void *x, float *y, int64_t n);
 void fp16_to_fp32_row_avx2(const void *x, float *y, int64_t n);
 void fp32_to_fp16_row_avx2(const float *x, void *y, int64_t n);
+void bf16_to_fp32_row_avx2(const void *x, float *y, int64_t n);
+void fp32_to_bf16_row_avx2(const float *x, void *y, int64_t n);
 
 #endif

@@ -27,6 +27,8 @@
 #include <string.h>
 
 #include "cpu/ops/ops.h"
+#include "cpu/repack.h"
+#include "quant/blocks.h"
 
 #define MM_MB 16 /* weight rows per tile (may shrink so every thread gets work) */
 #define MM_NB 16 /* activation rows per tile */
@@ -156,6 +158,80 @@ static int64_t mm_block_m(int64_t M, int64_t other_tiles, int nth)
     return mb;
 }
 
+/* ---- MUL_MAT over repacked weights (GEMM tiles) ---- */
+
+#define GEMM_COL_BLOCK 64 /* activation rows kept hot while a thread sweeps its weight groups */
+
+static bool use_gemm(const struct lm_tensor *a, const struct lm_cpu_kernels *kern)
+{
+    return lm_tensor_is_repacked(a) && kern->type[a->type].gemm_x8 != NULL;
+}
+
+/* Scratch of the GEMM path: converted activation rows, then their block sums. */
+static size_t gemm_work(const struct mm_ctx *c, const struct lm_tensor *b)
+{
+    return lm_cpu_pad(c->b_row * (size_t)lm_nrows(b)) +
+           lm_cpu_pad((size_t)lm_nrows(b) * (size_t)(c->K / LM_QK) * sizeof(int16_t)) + 64;
+}
+
+static int16_t *gemm_sums(const struct mm_ctx *c, const struct lm_cpu_params *p, const struct lm_tensor *b)
+{
+    return (int16_t *)((char *)p->wdata + lm_cpu_pad(c->b_row * (size_t)lm_nrows(b)));
+}
+
+/* Phase 2 of the GEMM path: this thread's share of the 8-row groups, for
+ * every batch and every column. */
+static void mm_gemm(const struct mm_ctx *c, const struct lm_cpu_params *p, struct lm_tensor *dst)
+{
+    const struct lm_tensor *a = dst->src[0], *b = dst->src[1];
+    const struct lm_cpu_type_kernels *tk = &p->kern->type[a->type];
+    const int64_t K = c->K, nb = K / LM_QK, N = b->ne[1], n_groups = a->ne[1] / LM_REPACK_ROWS;
+    const size_t group_bytes = lm_row_size(a->type, K) * LM_REPACK_ROWS;
+    const int16_t *sums = gemm_sums(c, p, b);
+    int64_t g0, g1;
+    lm_cpu_split(n_groups, p->ith, p->nth, &g0, &g1);
+    for (int64_t i3 = 0; i3 < b->ne[3]; i3++) {
+        for (int64_t i2 = 0; i2 < b->ne[2]; i2++) {
+            const int64_t row0 = (i3 * b->ne[2] + i2) * N;
+            for (int64_t n0 = 0; n0 < N; n0 += GEMM_COL_BLOCK) {
+                const int64_t n1 = n0 + GEMM_COL_BLOCK < N ? n0 + GEMM_COL_BLOCK : N;
+                for (int64_t g = g0; g < g1; g++) {
+                    const char *wx = (const char *)a->data + (size_t)g * group_bytes;
+                    for (int64_t j = n0; j < n1; j += LM_GEMM_MAX_NC) {
+                        const int nc = (int)(n1 - j < LM_GEMM_MAX_NC ? n1 - j : LM_GEMM_MAX_NC);
+                        float *out = lm_cpu_elem(dst, g * LM_REPACK_ROWS, j, i2, i3);
+                        const char *y = (const char *)p->wdata + (size_t)(row0 + j) * c->b_row;
+                        tk->gemm_x8(K, out, dst->nb[1] / sizeof(float), wx, y, c->b_row,
+                                    sums + (size_t)(row0 + j) * (size_t)nb, nc);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* Phase 1 of the GEMM path: convert b's rows, and sum each block's quants. */
+static void mm_gemm_convert(const struct mm_ctx *c, const struct lm_cpu_params *p, const struct lm_tensor *a)
+{
+    mm_convert(c, p);
+    if (!p->kern->type[a->type].gemm_sums)
+        return;
+    const struct lm_tensor *b = c->b;
+    const int64_t nb = c->K / LM_QK;
+    int16_t *sums = gemm_sums(c, p, b);
+    int64_t r0, r1;
+    lm_cpu_split(lm_nrows(b), p->ith, p->nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        const struct lm_block_q8_0 *q = (const struct lm_block_q8_0 *)((const char *)p->wdata + (size_t)r * c->b_row);
+        for (int64_t i = 0; i < nb; i++) {
+            int sum = 0;
+            for (int t = 0; t < LM_QK; t++)
+                sum += q[i].qs[t];
+            sums[r * nb + i] = (int16_t)sum;
+        }
+    }
+}
+
 /* ---- MUL_MAT ---- */
 
 /* Scratch: converted activations plus per-thread gather/decode rows. */
@@ -163,7 +239,12 @@ size_t lm_cpu_work_mul_mat(const struct lm_tensor *dst, int nth, const struct lm
 {
     struct mm_ctx c;
     mm_init(&c, dst->src[0], dst->src[1], kern, 0);
-    return mm_total(&c, nth);
+    size_t total = mm_total(&c, nth);
+    if (use_gemm(dst->src[0], kern)) {
+        size_t g = gemm_work(&c, dst->src[1]) + (size_t)nth * lm_cpu_pad(c.scratch_size);
+        total = g > total ? g : total;
+    }
+    return total;
 }
 
 /* Tile (weight rows [m0, m1), activation rows [n0, n1)) of batch (i2, i3). */
@@ -189,6 +270,14 @@ void lm_cpu_op_mul_mat(const struct lm_cpu_params *p, struct lm_tensor *dst)
 {
     const struct lm_tensor *a = dst->src[0], *b = dst->src[1];
     struct mm_ctx c;
+    if (use_gemm(a, p->kern)) {
+        mm_init(&c, a, b, p->kern, 0);
+        c.scratch_off = gemm_work(&c, b); /* per-thread gather rows after the sums */
+        mm_gemm_convert(&c, p, a);
+        lm_cpu_sync(p);
+        mm_gemm(&c, p, dst);
+        return;
+    }
     mm_init(&c, a, b, p->kern, 0);
     if (c.convert) {
         mm_convert(&c, p);

@@ -1,0 +1,119 @@
+/* gemm_avx2.c - AVX2 GEMM over repacked weight groups (kernels.h lm_gemm_fn,
+ * layouts in cpu/repack.h).
+ *
+ * One 256-bit register holds 4 consecutive elements of each of the 8 rows of
+ * a group; the activation's matching 4 bytes are broadcast to every lane, and
+ * vpmaddubsw/vpmaddwd leave one partial dot per row in each 32-bit lane. So 8
+ * rows x 1 column come out of one register with no horizontal sums, and the
+ * unpacked weights of a block are reused for up to 4 columns at a time.
+ *
+ * Q4_0: weights stay unsigned (0..15) so vpmaddubsw can take them as its
+ * unsigned operand; the -8 offset is applied once per block through the
+ * activation block sum (exact in integers). The 16-bit partial sums of a whole
+ * block stay below 8 * 2 * 15 * 127 = 30480, so one vpmaddwd per block suffices.
+ * Q8_0: sign trick (|w| unsigned, a * sign(w) signed), one vpmaddwd per slice.
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "cpu/kernels/gemm.h"
+#include "cpu/repack.h"
+#include "quant/blocks.h"
+
+static inline __m256i bcast4(const int8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+static inline float half(lm_fp16 h) { return _cvtsh_ss(h); }
+
+/* Up to 4 columns of one block-range pass for q4_0x8. */
+static inline void q4_cols(int64_t nb, const struct lm_block_q4_0x8 *w, const char *y, size_t by,
+                           const int16_t *ysum, int nc, __m256 *acc)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int64_t b = 0; b < nb; b++) {
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d));
+        __m256i wq[8];
+        for (int ch = 0; ch < 4; ch++) {
+            const __m256i raw = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * ch));
+            wq[ch] = _mm256_and_si256(raw, m4);
+            wq[ch + 4] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+        }
+        for (int c = 0; c < nc; c++) {
+            const struct lm_block_q8_0 *a = (const struct lm_block_q8_0 *)(y + (size_t)c * by) + b;
+            __m256i s16 = _mm256_maddubs_epi16(wq[0], bcast4(a->qs + 0));
+            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(wq[1], bcast4(a->qs + 4)));
+            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(wq[2], bcast4(a->qs + 8)));
+            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(wq[3], bcast4(a->qs + 12)));
+            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(wq[4], bcast4(a->qs + 16)));
+            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(wq[5], bcast4(a->qs + 20)));
+            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(wq[6], bcast4(a->qs + 24)));
+            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(wq[7], bcast4(a->qs + 28)));
+            __m256i s32 = _mm256_madd_epi16(s16, ones);
+            s32 = _mm256_sub_epi32(s32, _mm256_set1_epi32(8 * (int32_t)ysum[(size_t)c * (size_t)nb + (size_t)b]));
+            const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(half(a->d)));
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32), scale, acc[c]);
+        }
+    }
+}
+
+/* Contract: kernels.h. */
+void gemm_q4_0x8_q8_0_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                           const int16_t *ysum, int nc)
+{
+    const int64_t nb = k / LM_QK;
+    for (int c0 = 0; c0 < nc; c0 += 4) {
+        const int n = nc - c0 < 4 ? nc - c0 : 4;
+        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+        q4_cols(nb, x, (const char *)y + (size_t)c0 * by, by, ysum + (size_t)c0 * (size_t)nb, n, acc);
+        for (int c = 0; c < n; c++)
+            _mm256_storeu_ps(s + (size_t)(c0 + c) * ldc, acc[c]);
+    }
+}
+
+/* Up to 4 columns for q8_0x8. */
+static inline void q8_cols(int64_t nb, const struct lm_block_q8_0x8 *w, const char *y, size_t by, int nc,
+                           __m256 *acc)
+{
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int64_t b = 0; b < nb; b++) {
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d));
+        for (int c = 0; c < nc; c++) {
+            const struct lm_block_q8_0 *a = (const struct lm_block_q8_0 *)(y + (size_t)c * by) + b;
+            __m256i s32 = _mm256_setzero_si256();
+            for (int j = 0; j < 8; j++) {
+                const __m256i wq = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * j));
+                const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(wq, wq), _mm256_sign_epi8(bcast4(a->qs + 4 * j), wq));
+                s32 = _mm256_add_epi32(s32, _mm256_madd_epi16(p, ones));
+            }
+            const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(half(a->d)));
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32), scale, acc[c]);
+        }
+    }
+}
+
+/* Contract: kernels.h. */
+void gemm_q8_0x8_q8_0_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                           const int16_t *ysum, int nc)
+{
+    (void)ysum;
+    const int64_t nb = k / LM_QK;
+    for (int c0 = 0; c0 < nc; c0 += 4) {
+        const int n = nc - c0 < 4 ? nc - c0 : 4;
+        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+        q8_cols(nb, x, (const char *)y + (size_t)c0 * by, by, n, acc);
+        for (int c = 0; c < n; c++)
+            _mm256_storeu_ps(s + (size_t)(c0 + c) * ldc, acc[c]);
+    }
+}
+
+/* Fill the GEMM slots of an AVX2-level table. */
+void lm_cpu_gemm_init_avx2(struct lm_cpu_kernels *k)
+{
+    k->type[LM_TYPE_Q4_0].gemm_x8 = gemm_q4_0x8_q8_0_avx2;
+    k->type[LM_TYPE_Q8_0].gemm_x8 = gemm_q8_0x8_q8_0_avx2;
+}

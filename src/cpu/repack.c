@@ -1,0 +1,156 @@
+/* repack.c - the repacking buffer type and the row-interleaved layouts
+ * (layouts: repack.h). Writing a whole tensor into a buffer of this type
+ * repacks it; reading unpacks, so every other user (the scheduler copying to
+ * another backend, LoRA read-modify-write, state dumps) sees plain rows. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "cpu/cpu.h"
+#include "cpu/repack.h"
+#include "quant/blocks.h"
+
+bool lm_repack_type_ok(enum lm_type type) { return type == LM_TYPE_Q4_0 || type == LM_TYPE_Q8_0; }
+
+bool lm_cpu_can_repack(const struct lm_tensor *t)
+{
+    return lm_repack_type_ok(t->type) && t->ne[1] % LM_REPACK_ROWS == 0 && t->ne[2] == 1 && t->ne[3] == 1 &&
+           t->ne[1] > 0 && lm_is_contiguous(t);
+}
+
+void lm_repack_rows(enum lm_type type, const void *src, void *dst, int64_t n_rows, int64_t k)
+{
+    const int64_t nb = k / LM_QK;
+    for (int64_t g = 0; g < n_rows / LM_REPACK_ROWS; g++) {
+        for (int64_t b = 0; b < nb; b++) {
+            if (type == LM_TYPE_Q4_0) {
+                const struct lm_block_q4_0 *x = (const struct lm_block_q4_0 *)src + g * LM_REPACK_ROWS * nb;
+                struct lm_block_q4_0x8 *y = (struct lm_block_q4_0x8 *)dst + g * nb + b;
+                for (int r = 0; r < LM_REPACK_ROWS; r++) {
+                    y->d[r] = x[r * nb + b].d;
+                    for (int c = 0; c < 4; c++)
+                        memcpy(&y->qs[32 * c + 4 * r], &x[r * nb + b].qs[4 * c], 4);
+                }
+            } else {
+                const struct lm_block_q8_0 *x = (const struct lm_block_q8_0 *)src + g * LM_REPACK_ROWS * nb;
+                struct lm_block_q8_0x8 *y = (struct lm_block_q8_0x8 *)dst + g * nb + b;
+                for (int r = 0; r < LM_REPACK_ROWS; r++) {
+                    y->d[r] = x[r * nb + b].d;
+                    for (int j = 0; j < 8; j++)
+                        memcpy(&y->qs[32 * j + 4 * r], &x[r * nb + b].qs[4 * j], 4);
+                }
+            }
+        }
+    }
+}
+
+void lm_unpack_rows(enum lm_type type, const void *src, void *dst, int64_t n_rows, int64_t k)
+{
+    const int64_t nb = k / LM_QK;
+    for (int64_t g = 0; g < n_rows / LM_REPACK_ROWS; g++) {
+        for (int64_t b = 0; b < nb; b++) {
+            if (type == LM_TYPE_Q4_0) {
+                const struct lm_block_q4_0x8 *x = (const struct lm_block_q4_0x8 *)src + g * nb + b;
+                struct lm_block_q4_0 *y = (struct lm_block_q4_0 *)dst + g * LM_REPACK_ROWS * nb;
+                for (int r = 0; r < LM_REPACK_ROWS; r++) {
+                    y[r * nb + b].d = x->d[r];
+                    for (int c = 0; c < 4; c++)
+                        memcpy(&y[r * nb + b].qs[4 * c], &x->qs[32 * c + 4 * r], 4);
+                }
+            } else {
+                const struct lm_block_q8_0x8 *x = (const struct lm_block_q8_0x8 *)src + g * nb + b;
+                struct lm_block_q8_0 *y = (struct lm_block_q8_0 *)dst + g * LM_REPACK_ROWS * nb;
+                for (int r = 0; r < LM_REPACK_ROWS; r++) {
+                    y[r * nb + b].d = x->d[r];
+                    for (int j = 0; j < 8; j++)
+                        memcpy(&y[r * nb + b].qs[4 * j], &x->qs[32 * j + 4 * r], 4);
+                }
+            }
+        }
+    }
+}
+
+/* ---- the buffer type ---- */
+
+static void rp_free(struct lm_buffer *buf) { free(buf->context); }
+static void *rp_base(struct lm_buffer *buf) { return buf->context; }
+
+static bool whole(const struct lm_tensor *t, size_t offset, size_t size)
+{
+    return lm_cpu_can_repack(t) && offset == 0 && size == lm_nbytes(t);
+}
+
+static void rp_set(struct lm_buffer *buf, struct lm_tensor *t, const void *data, size_t offset, size_t size)
+{
+    if (whole(t, offset, size)) {
+        lm_repack_rows(t->type, data, t->data, t->ne[1], t->ne[0]);
+        return;
+    }
+    /* partial writes would need a read-modify-write of whole groups */
+    LM_LOG_ERR("repack buffer: partial write of '%s' (%zu bytes at %zu) not supported\n", t->name, size, offset);
+}
+
+static void rp_get(struct lm_buffer *buf, const struct lm_tensor *t, void *data, size_t offset, size_t size)
+{
+    if (!lm_cpu_can_repack(t)) {
+        memcpy(data, (const char *)t->data + offset, size);
+        return;
+    }
+    if (offset == 0 && size == lm_nbytes(t)) {
+        lm_unpack_rows(t->type, t->data, data, t->ne[1], t->ne[0]);
+        return;
+    }
+    char *tmp = malloc(lm_nbytes(t));
+    if (!tmp) {
+        LM_LOG_ERR("repack buffer: out of memory reading '%s'\n", t->name);
+        return;
+    }
+    lm_unpack_rows(t->type, t->data, tmp, t->ne[1], t->ne[0]);
+    memcpy(data, tmp + offset, size);
+    free(tmp);
+}
+
+static void rp_clear(struct lm_buffer *buf, uint8_t value) { memset(buf->context, value, buf->size); }
+
+static const struct lm_buffer_i rp_buffer_i = {
+    .free_buffer = rp_free,
+    .get_base = rp_base,
+    .set_tensor = rp_set,
+    .get_tensor = rp_get,
+    .clear = rp_clear,
+};
+
+static const char *rp_name(lm_buft buft) { return "cpu_repack"; }
+static size_t rp_alignment(lm_buft buft) { return 64; }
+static bool rp_is_host(lm_buft buft) { return false; } /* data is not in the plain layout */
+
+static lm_status rp_alloc(lm_buft buft, size_t size, struct lm_buffer **out)
+{
+    size_t rounded = (size + 63) & ~(size_t)63;
+    void *mem = rounded ? aligned_alloc(64, rounded) : NULL;
+    if (rounded && !mem)
+        return LM_ERR_NOMEM;
+    struct lm_buffer *b = lm_buffer_init(buft, rp_buffer_i, mem, size);
+    if (!b) {
+        free(mem);
+        return LM_ERR_NOMEM;
+    }
+    *out = b;
+    return LM_OK;
+}
+
+static struct lm_buffer_type rp_buft = {
+    .iface = {
+        .get_name = rp_name,
+        .alloc_buffer = rp_alloc,
+        .get_alignment = rp_alignment,
+        .is_host = rp_is_host,
+    },
+};
+
+lm_buft lm_cpu_repack_buft(void) { return &rp_buft; }
+
+bool lm_tensor_is_repacked(const struct lm_tensor *t)
+{
+    return t->buffer && t->buffer->buft == &rp_buft && lm_cpu_can_repack(t);
+}
