@@ -164,11 +164,11 @@ void lm_kv_seq_keep(struct lm_kv_cache *kv, int32_t seq)
     uint32_t new_head = kv->size;
     for (uint32_t i = 0; i < kv->size; i++) {
         struct lm_kv_cell *c = &kv->cells[i];
-        if (c->pos >= 0 && !(c->seq & b)) {
+        if (!(c->seq & b)) { /* empty cells count too: head goes to the first cell not kept (b1892) */
             free_cell(kv, i);
             if (new_head == kv->size)
                 new_head = i;
-        } else if (c->pos >= 0) {
+        } else {
             c->seq = b;
         }
     }
@@ -191,6 +191,7 @@ void lm_kv_seq_shift(struct lm_kv_cache *kv, int32_t seq, int32_t p0, int32_t p1
         c->pos += delta;
         c->delta += delta;
         if (c->pos < 0) {
+            c->pos = 0; /* still a used cell: free_cell counts it out of `used` */
             free_cell(kv, i);
             if (new_head == kv->size)
                 new_head = i;

@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void quiet(enum ggml_log_level level, const char *text, void *user)
 {
@@ -53,4 +54,38 @@ double api_max_diff(const float *a, const float *b, size_t n)
             m = d;
     }
     return m;
+}
+
+const char *api_tmp_path(const char *name)
+{
+    static char bufs[8][256];
+    static int slot;
+    char *b = bufs[slot++ % 8];
+    snprintf(b, sizeof bufs[0], "/tmp/lamina-api-%ld-%s", (long)getpid(), name);
+    return b;
+}
+
+bool api_write_file(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return false;
+    bool ok = fwrite(data, 1, n, f) == n;
+    return fclose(f) == 0 && ok;
+}
+
+struct llama_model *api_load_opts(const char *rel, bool use_mmap, bool use_mlock)
+{
+    struct llama_model_params mp = llama_model_default_params();
+    mp.use_mmap = use_mmap;
+    mp.use_mlock = use_mlock;
+    return llama_load_model_from_file(lm_test_shared(rel), mp);
+}
+
+llama_token_data_array api_candidates(const float *logits, int n)
+{
+    llama_token_data_array a = {malloc((size_t)(n > 0 ? n : 1) * sizeof(llama_token_data)), (size_t)n, false};
+    for (int i = 0; a.data && i < n; i++)
+        a.data[i] = (llama_token_data){i, logits[i], 0.0f};
+    return a;
 }

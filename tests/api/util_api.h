@@ -16,5 +16,14 @@ struct llama_context *api_ctx(struct llama_model *m, uint32_t n_ctx, uint32_t n_
 llama_token api_argmax(const float *logits, int n);
 /* max |a - b| (NaN counts as infinite). */
 double api_max_diff(const float *a, const float *b, size_t n);
+/* A scratch file path unique to this process: /tmp/lamina-api-<pid>-<name>
+ * (static buffer per call slot: up to 8 live results). */
+const char *api_tmp_path(const char *name);
+/* Write n bytes to path; false on failure. */
+bool api_write_file(const char *path, const void *data, size_t n);
+/* A model loaded with explicit mmap / mlock choices (NULL on failure). */
+struct llama_model *api_load_opts(const char *rel, bool use_mmap, bool use_mlock);
+/* A malloc'd candidates array over n logits (ids 0..n-1, p 0, unsorted). */
+llama_token_data_array api_candidates(const float *logits, int n);
 
 #endif
