@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "api/api.h"
 #include "core/log.h"
@@ -114,12 +113,6 @@ void llama_free_model(struct llama_model *model)
         free(model->pieces);
         free(model->piece_len);
     }
-    /* Weights read into heap buffers were mlock'ed: unlock them, or the pages
-     * stay locked after free() hands them back to the heap (the mapping is
-     * unlocked by lm_model_free). */
-    if (model->m->mlocked)
-        for (int i = 0; i < model->m->n_bufs; i++)
-            munlock(lm_buffer_base(model->m->bufs[i]), lm_buffer_size(model->m->bufs[i]));
     lm_model_free(model->m);
     free(model);
 }

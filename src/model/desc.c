@@ -64,7 +64,6 @@ int lm_model_desc(const struct lm_model *m, char *buf, size_t size)
             snprintf(count, sizeof count, "%.0fK", n / 1e3);
         sz = count;
     }
-    bool guessed = m->hp.ftype != 1024 && (m->hp.ftype & 1024);
-    return snprintf(buf, size, "%s %s %s%s", m->arch_name, sz, lm_ftype_name(m->hp.ftype & ~1024u),
-                    guessed ? " (guessed)" : "");
+    return snprintf(buf, size, "%s %s %s%s", m->arch_name, sz, lm_ftype_name(m->hp.ftype),
+                    m->hp.ftype_guessed ? " (guessed)" : "");
 }

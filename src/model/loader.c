@@ -282,12 +282,13 @@ static enum lm_model_size size_class(const struct lm_hparams *hp)
 static lm_status read_hparams(struct lm_loader *ld, struct lm_hparams *hp)
 {
     memset(hp, 0, sizeof *hp);
-    hp->ftype = 1024; /* guessed */
+    hp->ftype_guessed = true;
     hp->rope_freq_base_train = 10000.0f;
     hp->rope_freq_scale_train = 1.0f;
     hp->f_norm_eps = 1e-5f;
     hp->f_norm_rms_eps = 1e-5f;
     lm_ld_u32(ld, "general.file_type", &hp->ftype, false);
+    hp->ftype_guessed = lm_gguf_find_key(ld->g, "general.file_type") < 0 && !find_override(ld, "general.file_type");
     lm_ld_u32(ld, "%s.context_length", &hp->n_ctx_train, true);
     lm_ld_u32(ld, "%s.embedding_length", &hp->n_embd, true);
     lm_ld_u32(ld, "%s.feed_forward_length", &hp->n_ff, true);
@@ -506,7 +507,7 @@ static lm_status place_owned(struct lm_loader *ld)
 }
 
 /* The file type of a file that does not say: from the most common weight
- * type, marked guessed (1024) as llama.cpp does. */
+ * type, as llama.cpp guesses it (hparams.ftype_guessed stays set). */
 static uint32_t guess_ftype(const int *type_count)
 {
     static const uint32_t ftype_of[LM_TYPE_COUNT] = {
@@ -519,7 +520,7 @@ static uint32_t guess_ftype(const int *type_count)
     for (int t = 0; t < LM_TYPE_COUNT; t++)
         if (type_count[t] > type_count[best] || (type_count[t] == type_count[best] && t != LM_TYPE_F32 && t > best))
             best = t;
-    return 1024u | ftype_of[best];
+    return ftype_of[best];
 }
 
 static lm_status load_weights(struct lm_loader *ld, const struct lm_arch_def *def)
@@ -546,7 +547,7 @@ static lm_status load_weights(struct lm_loader *ld, const struct lm_arch_def *de
         m->n_bytes += lm_nbytes(t);
         type_count[t->type]++;
     }
-    if (m->hp.ftype == 1024)
+    if (m->hp.ftype_guessed)
         m->hp.ftype = guess_ftype(type_count);
     if (ld->params->use_mmap && (st = open_mapping(ld)))
         return st;
@@ -632,6 +633,11 @@ void lm_model_free(struct lm_model *m)
 {
     if (!m)
         return;
+    /* heap buffers that were mlock'ed must be unlocked before free() hands
+     * their pages back (the mapping unlocks itself) */
+    for (int i = 0; i < m->n_bufs && m->mlocked; i++)
+        if (!m->mapping || lm_buffer_base(m->bufs[i]) != (void *)m->mapping->addr)
+            lm_mem_unlock(lm_buffer_base(m->bufs[i]), lm_buffer_size(m->bufs[i]));
     for (int i = 0; i < m->n_bufs; i++)
         lm_buffer_free(m->bufs[i]);
     lm_mapping_free(m->mapping);

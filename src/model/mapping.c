@@ -62,6 +62,12 @@ lm_status lm_mem_lock(void *addr, size_t size)
     return LM_OK;
 }
 
+void lm_mem_unlock(void *addr, size_t size)
+{
+    if (addr && size)
+        munlock(addr, size);
+}
+
 lm_status lm_mapping_lock(struct lm_mapping *m)
 {
     lm_status st = lm_mem_lock(m->addr, m->size);

@@ -19,7 +19,8 @@ lm_status lm_mapping_open(const char *path, struct lm_mapping **out);
 void lm_mapping_free(struct lm_mapping *m);
 /* Lock [addr, addr+size) in RAM (mlock). LM_ERR_IO with errno logged on failure. */
 lm_status lm_mapping_lock(struct lm_mapping *m);
-/* Lock any memory range (a weights buffer read into RAM). */
+/* Lock any memory range (a weights buffer read into RAM), and unlock it. */
 lm_status lm_mem_lock(void *addr, size_t size);
+void lm_mem_unlock(void *addr, size_t size);
 
 #endif

@@ -92,7 +92,8 @@ struct lm_hparams {
     enum lm_rope_scaling rope_scaling_type_train;
     bool rope_finetuned;
 
-    uint32_t ftype;           /* general.file_type, or LLAMA_FTYPE_GUESSED (1024) */
+    uint32_t ftype;           /* general.file_type, or guessed from the weights */
+    bool ftype_guessed;       /* the file did not say (llama.cpp's LLAMA_FTYPE_GUESSED) */
     enum lm_model_size size;
 };
 
