@@ -1,0 +1,86 @@
+/* bench_bandwidth.c - the machine's read bandwidth with 1..N threads: each
+ * thread streams its share of a buffer far larger than the caches (default
+ * 1 GiB) with 256-bit loads (portable 64-bit loads when built without AVX2),
+ * best of 5 runs. The bound for token generation is bytes of weights per
+ * token divided by this number (docs/performance.md).
+ * usage: bench_bandwidth [MiB] [max_threads] */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+struct job {
+    const uint8_t *p;
+    size_t n;
+    uint64_t sink;
+};
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void *reader(void *arg)
+{
+    struct job *j = arg;
+    uint64_t s = 0;
+#if defined(__AVX2__)
+    __m256i a0 = _mm256_setzero_si256(), a1 = a0;
+    for (size_t i = 0; i + 64 <= j->n; i += 64) {
+        a0 = _mm256_xor_si256(a0, _mm256_load_si256((const __m256i *)(j->p + i)));
+        a1 = _mm256_xor_si256(a1, _mm256_load_si256((const __m256i *)(j->p + i + 32)));
+    }
+    a0 = _mm256_xor_si256(a0, a1);
+    s = (uint64_t)_mm256_extract_epi64(a0, 0);
+#else
+    const uint64_t *q = (const uint64_t *)j->p;
+    for (size_t i = 0; i < j->n / 8; i++)
+        s ^= q[i];
+#endif
+    j->sink = s;
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    size_t mib = argc > 1 ? (size_t)atol(argv[1]) : 1024;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int max_t = argc > 2 ? atoi(argv[2]) : (int)(cores > 0 ? cores : 1);
+    size_t n = mib << 20;
+    uint8_t *buf = aligned_alloc(64, n);
+    if (!buf || max_t < 1 || max_t > 256) {
+        fprintf(stderr, "usage: bench_bandwidth [MiB] [max_threads]\n");
+        return 1;
+    }
+    memset(buf, 1, n);
+    uint64_t sink = 0;
+    for (int nt = 1; nt <= max_t; nt++) {
+        double best = 0;
+        for (int r = 0; r < 5; r++) {
+            pthread_t th[256];
+            struct job jobs[256];
+            double t0 = now();
+            for (int i = 0; i < nt; i++) {
+                jobs[i] = (struct job){buf + n / (size_t)nt * (size_t)i, n / (size_t)nt / 64 * 64, 0};
+                pthread_create(&th[i], NULL, reader, &jobs[i]);
+            }
+            for (int i = 0; i < nt; i++) {
+                pthread_join(th[i], NULL);
+                sink ^= jobs[i].sink;
+            }
+            double gbs = (double)n / (now() - t0) / 1e9;
+            best = gbs > best ? gbs : best;
+        }
+        printf("read bandwidth, %d thread%s: %.1f GB/s\n", nt, nt > 1 ? "s" : "", best);
+    }
+    free(buf);
+    return sink == 42 ? 2 : 0;
+}

@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""compare.py - lamina vs llama.cpp on the same GGUF files, in one run.
+
+For each model, runs llama.cpp's llama-bench and `lamina bench` alternately
+(A B A B ...), both with weights read into memory (-mmp 0) and the same thread
+count, and prints a markdown table: each engine's t/s (best round's mean), the
+ratio lamina / llama.cpp, and for generation the memory-bandwidth bound
+(bytes of weights per token / measured read bandwidth).
+
+    bench/compare.py --llama-bench /path/to/llama-bench --lamina build/tools/lamina \
+        --bandwidth-gbs 15.3 -t 2 -p 512 -n 128 --rounds 2 model1.gguf model2.gguf
+
+llama.cpp is never built or fetched by this script: pass the path of a
+llama-bench you built yourself, outside this repository.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+
+def run_json(cmd):
+    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
+    return json.loads(out)
+
+
+def llama_cpp(args, model):
+    cmd = [args.llama_bench, "-m", model, "-t", str(args.threads), "-p", str(args.p), "-n", str(args.n),
+           "-r", str(args.reps), "-mmp", "0", "-o", "json"]
+    res = {}
+    for r in run_json(cmd):
+        key = "pp%d" % r["n_prompt"] if r["n_prompt"] else "tg%d" % r["n_gen"]
+        res[key] = r["avg_ts"]
+        res["size"] = r["model_size"]
+        res["desc"] = r["model_type"]
+    return res
+
+
+def lamina(args, model):
+    cmd = [args.lamina, "bench", "-m", model, "-t", str(args.threads), "-p", str(args.p), "-n", str(args.n),
+           "-r", str(args.reps), "-mmp", "0", "-o", "json"]
+    res = {}
+    for r in run_json(cmd):
+        key = "pp%d" % r["n_prompt"] if r["n_prompt"] else "tg%d" % r["n_gen"]
+        res[key] = r["avg_ts"]
+        res["size"] = r["model_size"]
+        res["desc"] = r["model_type"]
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--llama-bench", required=True)
+    ap.add_argument("--lamina", default="build/tools/lamina")
+    ap.add_argument("--bandwidth-gbs", type=float, default=0.0, help="read bandwidth for the tg bound")
+    ap.add_argument("-t", "--threads", type=int, default=2)
+    ap.add_argument("-p", type=int, default=512)
+    ap.add_argument("-n", type=int, default=128)
+    ap.add_argument("-r", "--reps", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=2, help="A/B rounds per model (best round kept)")
+    ap.add_argument("models", nargs="+")
+    args = ap.parse_args()
+
+    rows = []
+    for model in args.models:
+        best = {"llama.cpp": {}, "lamina": {}}
+        for _ in range(args.rounds):
+            for name, fn in (("llama.cpp", llama_cpp), ("lamina", lamina)):
+                res = fn(args, model)
+                for k, v in res.items():
+                    if isinstance(v, float):
+                        best[name][k] = max(best[name].get(k, 0.0), v)
+                    else:
+                        best[name][k] = v
+        for test in ("pp%d" % args.p, "tg%d" % args.n):
+            a, b = best["llama.cpp"].get(test, 0.0), best["lamina"].get(test, 0.0)
+            bound = ""
+            if test.startswith("tg") and args.bandwidth_gbs > 0:
+                bound = "%.1f" % (args.bandwidth_gbs * 1e9 / best["lamina"]["size"])
+            rows.append((os.path.basename(model), best["lamina"].get("desc", "?"), test, a, b,
+                         b / a if a else 0.0, bound))
+        sys.stderr.write("done %s\n" % model)
+
+    print("| model file | type | test | llama.cpp t/s | lamina t/s | lamina / llama.cpp | tg bound t/s |")
+    print("|---|---|---|---:|---:|---:|---:|")
+    for r in rows:
+        print("| %s | %s | %s | %.2f | %.2f | %.2fx | %s |" % r)
+
+
+if __name__ == "__main__":
+    main()
