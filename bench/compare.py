@@ -25,21 +25,10 @@ def run_json(cmd):
     return json.loads(out)
 
 
-def llama_cpp(args, model):
-    cmd = [args.llama_bench, "-m", model, "-t", str(args.threads), "-p", str(args.p), "-n", str(args.n),
-           "-r", str(args.reps), "-mmp", "0", "-o", "json"]
-    res = {}
-    for r in run_json(cmd):
-        key = "pp%d" % r["n_prompt"] if r["n_prompt"] else "tg%d" % r["n_gen"]
-        res[key] = r["avg_ts"]
-        res["size"] = r["model_size"]
-        res["desc"] = r["model_type"]
-    return res
-
-
-def lamina(args, model):
-    cmd = [args.lamina, "bench", "-m", model, "-t", str(args.threads), "-p", str(args.p), "-n", str(args.n),
-           "-r", str(args.reps), "-mmp", "0", "-o", "json"]
+def run_engine(args, model, cmd_prefix):
+    """t/s per test ("pp512", "tg128"), plus the model size and description."""
+    cmd = cmd_prefix + ["-m", model, "-t", str(args.threads), "-p", str(args.p), "-n", str(args.n),
+                        "-r", str(args.reps), "-mmp", "0", "-o", "json"]
     res = {}
     for r in run_json(cmd):
         key = "pp%d" % r["n_prompt"] if r["n_prompt"] else "tg%d" % r["n_gen"]
@@ -66,8 +55,8 @@ def main():
     for model in args.models:
         best = {"llama.cpp": {}, "lamina": {}}
         for _ in range(args.rounds):
-            for name, fn in (("llama.cpp", llama_cpp), ("lamina", lamina)):
-                res = fn(args, model)
+            for name, prefix in (("llama.cpp", [args.llama_bench]), ("lamina", [args.lamina, "bench"])):
+                res = run_engine(args, model, prefix)
                 for k, v in res.items():
                     if isinstance(v, float):
                         best[name][k] = max(best[name].get(k, 0.0), v)
