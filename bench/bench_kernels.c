@@ -2,12 +2,19 @@
  *
  * For every weight type with a vec_dot and every kernel set this machine runs,
  * one thread computes dot products of K = 4096 weight rows with one encoded
- * activation row (a GEMV) over two working sets: "cache" (64 rows, stays in
- * L2) reports GFLOP/s of the kernel itself, "stream" (64 MiB of weights)
- * reports the GB/s of weights read, which bounds token generation. It also
- * times each dot type's activation encoder (GB/s of F32 input).
+ * activation row (a GEMV), over three working sets:
+ *   "hot"    one row, repeated: row + activations stay in L1 (L1/L2 for F32);
+ *            GFLOP/s of the kernel itself;
+ *   "L2"     ~192 KiB of rows, repeated: stays in L2;
+ *   "stream" a weight matrix of 256 MiB (> L3) read once per pass, as one
+ *            token's matmuls read the weights: GFLOP/s and GB/s of weight
+ *            bytes, and that as a share of the machine's single-thread read
+ *            bandwidth (measured first with a plain read loop).
+ * Then the activation encoders (GB/s of F32 input) and row decoders (GB/s of
+ * F32 output) of each ISA.
  *
- * Usage: bench_kernels [seconds per case (default 0.2)] [type name filter]
+ * Timings are the best pass within the budget (the machine may be shared).
+ * Usage: bench_kernels [seconds per case (default 0.2)] [type name filter] [stream MiB (default 256)]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +26,7 @@
 #include "quant/quant.h"
 
 #define K 4096
+#define DISTINCT_ROWS 64
 
 static double now(void)
 {
@@ -35,101 +43,168 @@ static void fill(float *x, int64_t n, uint64_t seed)
     }
 }
 
-/* Seconds per pass of `rows` dots, best over repeated passes within `budget`. */
-static double time_dots(lm_vec_dot_fn dot, const char *w, size_t row_bytes, int64_t rows, const void *y, double budget,
-                        float *sink)
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n);
+    if (!p) {
+        fprintf(stderr, "out of memory (%zu bytes)\n", n);
+        exit(1);
+    }
+    return p;
+}
+
+/* Seconds of one pass over buf (n bytes) with a plain 8-accumulator read
+ * loop: the single-thread read bandwidth the dots are compared with. */
+static double read_bandwidth(const char *buf, size_t n, double budget, uint64_t *sink)
+{
+    const uint64_t *p = (const uint64_t *)buf;
+    const size_t words = n / 8;
+    double best = 1e30, t_end = now() + budget;
+    int passes = 0;
+    do {
+        double t0 = now();
+        uint64_t a[8] = {0};
+        for (size_t i = 0; i + 8 <= words; i += 8)
+            for (int j = 0; j < 8; j++)
+                a[j] += p[i + j];
+        double dt = now() - t0;
+        for (int j = 0; j < 8; j++)
+            *sink += a[j];
+        best = dt < best ? dt : best;
+    } while (++passes < 2 || now() < t_end);
+    return best;
+}
+
+/* Seconds per pass of `rows` dots over w (row r at w + (r % wrap) * row_bytes),
+ * best over passes within `budget` (at least two). */
+static double time_dots(lm_vec_dot_fn dot, const char *w, size_t row_bytes, int64_t rows, int64_t wrap,
+                        const void *y, double budget, float *sink)
 {
     double best = 1e30, t_end = now() + budget;
+    int passes = 0;
     do {
         double t0 = now();
         float acc = 0.0f, s;
         for (int64_t r = 0; r < rows; r++) {
-            dot(K, &s, w + (size_t)r * row_bytes, y);
+            dot(K, &s, w + (size_t)(r % wrap) * row_bytes, y);
             acc += s;
         }
         double dt = now() - t0;
         *sink += acc;
         best = dt < best ? dt : best;
-    } while (now() < t_end);
+    } while (++passes < 2 || now() < t_end);
     return best;
 }
 
-static void bench_type(const struct lm_cpu_kernels *k, enum lm_type t, double budget, float *sink)
+/* The stream matrix: DISTINCT_ROWS encoded rows replicated to fill w. */
+static int64_t make_matrix(enum lm_type t, char *w, size_t bytes)
 {
     const size_t row = lm_row_size(t, K);
-    const int64_t stream_rows = (int64_t)((64u << 20) / row);
-    const enum lm_type vt = k->type[t].vec_dot_type;
-    float *f = malloc(sizeof(float) * K);
-    char *w = malloc(row * (size_t)stream_rows);
-    void *y = malloc(lm_row_size(vt, K));
-    if (!f || !w || !y) {
-        fprintf(stderr, "out of memory\n");
-        exit(1);
-    }
-    for (int64_t r = 0; r < stream_rows; r++) {
+    const int64_t rows = (int64_t)(bytes / row);
+    float *f = xmalloc(sizeof(float) * K);
+    for (int64_t r = 0; r < DISTINCT_ROWS; r++) {
         fill(f, K, (uint64_t)r + 1);
         if (t == LM_TYPE_F32)
             memcpy(w + (size_t)r * row, f, row);
         else
             lm_quant_traits(t)->from_float(f, w + (size_t)r * row, K);
     }
-    fill(f, K, 12345);
-    k->type[vt].from_float(f, y, K);
-    double tc = time_dots(k->type[t].vec_dot, w, row, 64, y, budget, sink);
-    double ts = time_dots(k->type[t].vec_dot, w, row, stream_rows, y, budget, sink);
-    printf("%-8s %-8s %-8s %9.1f %11.2f %12.2f %12.2f\n", lm_type_name(t), lm_cpu_isa_name(k->vec_dot_isa[t]),
-           lm_type_name(vt), tc / 64 * 1e9, 2.0 * K * 64 / tc * 1e-9, 2.0 * K * (double)stream_rows / ts * 1e-9,
-           (double)row * (double)stream_rows / ts * 1e-9);
+    for (int64_t r = DISTINCT_ROWS; r < rows; r++)
+        memcpy(w + (size_t)r * row, w + (size_t)(r % DISTINCT_ROWS) * row, row);
     free(f);
-    free(w);
-    free(y);
+    return rows;
 }
 
-static void bench_encoder(const struct lm_cpu_kernels *k, enum lm_type vt, double budget)
+static void bench_type(enum lm_type t, char *w, size_t wbytes, double bw, double budget, float *sink)
+{
+    const size_t row = lm_row_size(t, K);
+    const int64_t rows = make_matrix(t, w, wbytes);
+    const int64_t l2_rows = (int64_t)((192u << 10) / row) > 0 ? (int64_t)((192u << 10) / row) : 1;
+    float *f = xmalloc(sizeof(float) * K);
+    fill(f, K, 12345);
+    for (int isa = 0; isa < LM_ISA_COUNT; isa++) {
+        const struct lm_cpu_kernels *k = lm_cpu_kernels_for((enum lm_cpu_isa)isa);
+        if (!k || !k->type[t].vec_dot)
+            continue;
+        const enum lm_type vt = k->type[t].vec_dot_type;
+        void *y = xmalloc(lm_row_size(vt, K));
+        k->type[vt].from_float(f, y, K);
+        const lm_vec_dot_fn dot = k->type[t].vec_dot;
+        const double th = time_dots(dot, w, row, 256, 1, y, budget / 3, sink) / 256;
+        const double t2 = time_dots(dot, w, row, 4 * l2_rows, l2_rows, y, budget / 3, sink) / (4.0 * (double)l2_rows);
+        const double ts = time_dots(dot, w, row, rows, rows, y, budget, sink);
+        const double gbs = (double)row * (double)rows / ts * 1e-9;
+        printf("%-6s %-8s %-6s %8.1f %9.2f %9.2f %10.2f %9.2f %6.0f%%\n", lm_type_name(t),
+               lm_cpu_isa_name(k->vec_dot_isa[t]), lm_type_name(vt), th * 1e9, 2.0 * K / th * 1e-9,
+               2.0 * K / t2 * 1e-9, 2.0 * K * (double)rows / ts * 1e-9, gbs, 100.0 * gbs / bw);
+        free(y);
+    }
+    free(f);
+}
+
+/* GB/s of F32 through a from_float (input) or to_float (output) of n elements. */
+static void bench_conv(const struct lm_cpu_kernels *k, enum lm_type t, bool encode, double budget)
 {
     const int64_t n = (int64_t)1 << 20;
-    float *x = malloc(sizeof(float) * (size_t)n);
-    void *y = malloc(lm_row_size(vt, n));
+    float *x = xmalloc(sizeof(float) * (size_t)n);
+    void *q = xmalloc(lm_row_size(t, n));
     fill(x, n, 7);
+    k->type[t].from_float(x, q, n);
     double best = 1e30, t_end = now() + budget;
     do {
         double t0 = now();
-        k->type[vt].from_float(x, y, n);
+        if (encode)
+            k->type[t].from_float(x, q, n);
+        else
+            k->type[t].to_float(q, x, n);
         double dt = now() - t0;
         best = dt < best ? dt : best;
     } while (now() < t_end);
-    printf("encode f32 -> %-5s %-8s %8.2f GB/s of input\n", lm_type_name(vt),
-           lm_cpu_isa_name(k->from_float_isa[vt]), (double)n * 4.0 / best * 1e-9);
+    printf("%s %-5s %-8s %8.2f GB/s of f32\n", encode ? "encode f32 ->" : "decode f32 <-", lm_type_name(t),
+           lm_cpu_isa_name(encode ? k->from_float_isa[t] : k->to_float_isa[t]), (double)n * 4.0 / best * 1e-9);
     free(x);
-    free(y);
+    free(q);
 }
 
 int main(int argc, char **argv)
 {
     double budget = argc > 1 ? atof(argv[1]) : 0.2;
-    const char *filter = argc > 2 ? argv[2] : NULL;
+    const char *filter = argc > 2 && strcmp(argv[2], "all") != 0 ? argv[2] : NULL;
+    const size_t mib = argc > 3 && atoi(argv[3]) > 0 ? (size_t)atoi(argv[3]) : 256;
     float sink = 0.0f;
+    uint64_t isink = 0;
     if (budget <= 0.0)
         budget = 0.2;
-    printf("best ISA: %s; K = %d, one thread\n", lm_cpu_isa_name(lm_cpu_isa_best()), K);
+    const size_t wbytes = mib << 20;
+    char *w = xmalloc(wbytes);
+    memset(w, 1, wbytes);
+    const double bw = (double)wbytes / read_bandwidth(w, wbytes, budget, &isink) * 1e-9;
+    printf("best ISA: %s; K = %d, one thread; stream matrix %zu MiB\n", lm_cpu_isa_name(lm_cpu_isa_best()), K, mib);
+    printf("single-thread read bandwidth (plain read loop): %.2f GB/s\n\n", bw);
+    printf("%-6s %-8s %-6s %8s %9s %9s %10s %9s %7s\n", "type", "kernel", "dot", "ns/row", "GF/s hot", "GF/s L2",
+           "GF/s strm", "GB/s strm", "of bw");
+    for (int t = 0; t < LM_TYPE_COUNT; t++) {
+        const struct lm_cpu_kernels *g = lm_cpu_kernels_for(LM_ISA_GENERIC);
+        if (!g->type[t].vec_dot || (filter && strcmp(filter, lm_type_name((enum lm_type)t)) != 0))
+            continue;
+        bench_type((enum lm_type)t, w, wbytes, bw, budget, &sink);
+    }
+    const enum lm_type enc[] = {LM_TYPE_F16, LM_TYPE_BF16, LM_TYPE_Q8_0, LM_TYPE_Q8_1, LM_TYPE_Q8_K};
+    const enum lm_type dec[] = {LM_TYPE_F16, LM_TYPE_BF16, LM_TYPE_Q4_0, LM_TYPE_Q8_0};
     for (int isa = 0; isa < LM_ISA_COUNT; isa++) {
         const struct lm_cpu_kernels *k = lm_cpu_kernels_for((enum lm_cpu_isa)isa);
         if (!k)
             continue;
-        printf("\n== kernel set %s ==\n", lm_cpu_isa_name((enum lm_cpu_isa)isa));
-        printf("%-8s %-8s %-8s %9s %11s %12s %12s\n", "type", "kernel", "dot-type", "ns/row", "GFLOP/s(L2)",
-               "GFLOP/s(mem)", "GB/s(mem)");
-        for (int t = 0; t < LM_TYPE_COUNT; t++) {
-            if (!k->type[t].vec_dot || (filter && strcmp(filter, lm_type_name((enum lm_type)t)) != 0))
-                continue;
-            bench_type(k, (enum lm_type)t, budget, &sink);
-        }
-        const enum lm_type enc[] = {LM_TYPE_F16, LM_TYPE_BF16, LM_TYPE_Q8_0, LM_TYPE_Q8_1, LM_TYPE_Q8_K};
+        printf("\n== conversions, kernel set %s ==\n", lm_cpu_isa_name((enum lm_cpu_isa)isa));
         for (int i = 0; i < 5; i++)
             if (!filter || strcmp(filter, lm_type_name(enc[i])) == 0)
-                bench_encoder(k, enc[i], budget);
+                bench_conv(k, enc[i], true, budget / 2);
+        for (int i = 0; i < 4; i++)
+            if (!filter || strcmp(filter, lm_type_name(dec[i])) == 0)
+                bench_conv(k, dec[i], false, budget / 2);
     }
-    if (sink == 12345.678f)
+    free(w);
+    if (sink == 12345.678f || isink == 42)
         printf("(sink)\n");
     return 0;
 }

@@ -22,7 +22,9 @@ float uc_float(struct uc_rng *r, float lo, float hi)
     return lo + (hi - lo) * (float)((double)(uc_u64(r) >> 40) / (double)(1ull << 24));
 }
 
-/* The allocation's start is stored just before the returned pointer. */
+/* The allocation's start is stored in the 8 bytes just before the returned
+ * pointer (always inside the allocation: the pointer is >= 64 bytes past it),
+ * so any misalign works, including ones of 64 bytes or more. */
 void *uc_alloc(size_t bytes, size_t misalign)
 {
     char *base = malloc(bytes + 192 + misalign);
@@ -30,7 +32,7 @@ void *uc_alloc(size_t bytes, size_t misalign)
         return NULL;
     uintptr_t p = ((uintptr_t)base + sizeof(void *) + 63) / 64 * 64 + 64;
     char *ret = (char *)p + misalign;
-    memcpy((char *)p - sizeof(void *), &base, sizeof base);
+    memcpy(ret - sizeof(void *), &base, sizeof base);
     return ret;
 }
 
@@ -38,9 +40,8 @@ void uc_free(void *ret)
 {
     if (!ret)
         return;
-    uintptr_t p = (uintptr_t)ret / 64 * 64;
     char *base;
-    memcpy(&base, (char *)p - sizeof(void *), sizeof base);
+    memcpy(&base, (char *)ret - sizeof(void *), sizeof base);
     free(base);
 }
 

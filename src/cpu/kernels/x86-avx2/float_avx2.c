@@ -5,18 +5,10 @@
  * then 8-wide steps, then a scalar tail; any n, unaligned loads. F16C
  * conversions round to nearest even, the same bits as core/fp16.h.
  */
-#include <immintrin.h>
-
-#include "core/fp16.h"
+#include "avx2_util.h"
 #include "cpu/kernels/kernels.h"
 
-static inline float hsum_ps(__m256 v)
-{
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
+#define hsum_ps avx2_hsum_ps
 
 /* Contract: kernels.h. */
 void vec_dot_f32_avx2(int64_t n, float *s, const void *vx, const void *vy)
@@ -25,6 +17,8 @@ void vec_dot_f32_avx2(int64_t n, float *s, const void *vx, const void *vy)
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
+        avx2_prefetch((const char *)(x + i) + LM_AVX2_PREFETCH);
+        avx2_prefetch((const char *)(x + i) + LM_AVX2_PREFETCH + 64);
         a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), a0);
         a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8), a1);
         a2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 16), _mm256_loadu_ps(y + i + 16), a2);
@@ -50,6 +44,7 @@ void vec_dot_f16_avx2(int64_t n, float *s, const void *vx, const void *vy)
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
+        avx2_prefetch((const char *)(x + i) + LM_AVX2_PREFETCH);
         a0 = _mm256_fmadd_ps(load_f16x8(x + i), load_f16x8(y + i), a0);
         a1 = _mm256_fmadd_ps(load_f16x8(x + i + 8), load_f16x8(y + i + 8), a1);
         a2 = _mm256_fmadd_ps(load_f16x8(x + i + 16), load_f16x8(y + i + 16), a2);

@@ -1,0 +1,117 @@
+/* legacy_avx2.c - AVX2 dot products of the 32-element quant types with their
+ * activation types: Q4_0/Q5_0/Q8_0 x Q8_0 and Q4_1/Q5_1 x Q8_1.
+ *
+ * Per block the 32 integer products are summed exactly in int32 lanes
+ * (maddubs with an unsigned operand, then madd), converted to float and
+ * accumulated as acc += (d_x*d_y) * lanes with one FMA; the _1 types add
+ * m_x * s_y in a second accumulator. Only the float accumulation order
+ * differs from the generic kernels.
+ *
+ * Speed: two blocks per step with independent accumulators (the FMA latency
+ * is hidden) and the weight stream is prefetched a few cache lines ahead.
+ * Scales are converted per block with scalar F16C: gathering the fp16 scales
+ * of four blocks into one vcvtph2ps (fewer vector uops on paper) measured
+ * slower on Zen 3, as did psign-based Q4 products (two maddubs are faster).
+ *
+ * Requirements: n a multiple of 32; blocks need only 2-byte alignment;
+ * activation codes lie in [-127, 127] (what every Q8 encoder writes).
+ */
+#include "avx2_util.h"
+#include "cpu/kernels/kernels.h"
+#include "quant/blocks.h"
+
+/* sum (q - o) y = maddubs(q, y) - maddubs(o, y): unsigned operands, pair
+ * sums within int16. */
+static inline __m256i dot_u8_minus(__m256i q, __m256i off, __m256i y)
+{
+    return avx2_sum_pairs_i16(_mm256_sub_epi16(_mm256_maddubs_epi16(q, y), _mm256_maddubs_epi16(off, y)));
+}
+
+static inline __m256i load_q8(const int8_t *qs) { return _mm256_loadu_si256((const __m256i *)qs); }
+
+/* Integer block sums (8 int32 lanes) of each weight type. */
+static inline __m256i isum_q4_0(const struct lm_block_q4_0 *x, const int8_t *yq)
+{
+    return dot_u8_minus(avx2_nibbles(x->qs), _mm256_set1_epi8(8), load_q8(yq));
+}
+
+static inline __m256i isum_q5_0(const struct lm_block_q5_0 *x, const int8_t *yq)
+{
+    /* q - 16 = nibble - (5th bit clear ? 16 : 0) */
+    const __m256i off = _mm256_andnot_si256(avx2_bits_to_bytes(x->qh), _mm256_set1_epi8(16));
+    return dot_u8_minus(avx2_nibbles(x->qs), off, load_q8(yq));
+}
+
+static inline __m256i isum_q8_0(const struct lm_block_q8_0 *x, const int8_t *yq)
+{
+    return avx2_dot_i8(load_q8(x->qs), load_q8(yq));
+}
+
+static inline __m256i isum_q4_1(const struct lm_block_q4_1 *x, const int8_t *yq)
+{
+    return avx2_sum_pairs_i16(_mm256_maddubs_epi16(avx2_nibbles(x->qs), load_q8(yq)));
+}
+
+static inline __m256i isum_q5_1(const struct lm_block_q5_1 *x, const int8_t *yq)
+{
+    const __m256i q = _mm256_or_si256(avx2_nibbles(x->qs),
+                                      _mm256_and_si256(avx2_bits_to_bytes(x->qh), _mm256_set1_epi8(16)));
+    return avx2_sum_pairs_i16(_mm256_maddubs_epi16(q, load_q8(yq)));
+}
+
+/* A _0-type dot (x blocks of type XT with field d, Q8_0 activations). */
+#define DOT0_KERNEL(NAME, XT, ISUM)                                                                                    \
+    void NAME(int64_t n, float *s, const void *vx, const void *vy)                                                     \
+    {                                                                                                                  \
+        const XT *x = vx;                                                                                              \
+        const struct lm_block_q8_0 *y = vy;                                                                            \
+        const int64_t nb = n / LM_QK;                                                                                  \
+        __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0;                                                                \
+        int64_t b = 0;                                                                                                 \
+        for (; b + 2 <= nb; b += 2) {                                                                                  \
+            avx2_prefetch((const char *)(x + b) + LM_AVX2_PREFETCH);                                                   \
+            acc0 = _mm256_fmadd_ps(avx2_scale2(x[b].d, y[b].d), _mm256_cvtepi32_ps(ISUM(&x[b], y[b].qs)), acc0);       \
+            const __m256i i1 = ISUM(&x[b + 1], y[b + 1].qs);                                                           \
+            acc1 = _mm256_fmadd_ps(avx2_scale2(x[b + 1].d, y[b + 1].d), _mm256_cvtepi32_ps(i1), acc1);                 \
+        }                                                                                                              \
+        if (b < nb)                                                                                                    \
+            acc0 = _mm256_fmadd_ps(avx2_scale2(x[b].d, y[b].d), _mm256_cvtepi32_ps(ISUM(&x[b], y[b].qs)), acc0);       \
+        *s = avx2_hsum_ps(_mm256_add_ps(acc0, acc1));                                                                  \
+    }
+
+/* acc += d_x d_y * lanes; lane 1 of accm += m_x * s_y (the fp16 pairs (d, m)
+ * of the weight block and (d, s) of the Q8_1 block are adjacent). */
+static inline __m256 one_block(const void *dm, const void *ds, __m256i isum, __m256 acc, __m128 *accm)
+{
+    const __m128 p = _mm_mul_ps(avx2_f16_pair(dm), avx2_f16_pair(ds)); /* [dx*dy, m*s, 0, 0] */
+    *accm = _mm_add_ps(*accm, p);
+    return _mm256_fmadd_ps(_mm256_broadcastss_ps(p), _mm256_cvtepi32_ps(isum), acc);
+}
+
+/* A _1-type dot (x blocks of type XT with fields d, m; Q8_1 activations). */
+#define DOT1_KERNEL(NAME, XT, ISUM)                                                                                    \
+    void NAME(int64_t n, float *s, const void *vx, const void *vy)                                                     \
+    {                                                                                                                  \
+        const XT *x = vx;                                                                                              \
+        const struct lm_block_q8_1 *y = vy;                                                                            \
+        const int64_t nb = n / LM_QK;                                                                                  \
+        __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0;                                                                \
+        __m128 accm0 = _mm_setzero_ps(), accm1 = accm0;                                                                \
+        int64_t b = 0;                                                                                                 \
+        for (; b + 2 <= nb; b += 2) {                                                                                  \
+            avx2_prefetch((const char *)(x + b) + LM_AVX2_PREFETCH);                                                   \
+            acc0 = one_block(&x[b].d, &y[b].d, ISUM(&x[b], y[b].qs), acc0, &accm0);                                    \
+            acc1 = one_block(&x[b + 1].d, &y[b + 1].d, ISUM(&x[b + 1], y[b + 1].qs), acc1, &accm1);                    \
+        }                                                                                                              \
+        if (b < nb)                                                                                                    \
+            acc0 = one_block(&x[b].d, &y[b].d, ISUM(&x[b], y[b].qs), acc0, &accm0);                                    \
+        const __m128 m = _mm_add_ps(accm0, accm1);                                                                     \
+        *s = avx2_hsum_ps(_mm256_add_ps(acc0, acc1)) + _mm_cvtss_f32(_mm_movehdup_ps(m));                              \
+    }
+
+/* Contracts: kernels.h. */
+DOT0_KERNEL(vec_dot_q4_0_q8_0_avx2, struct lm_block_q4_0, isum_q4_0)
+DOT0_KERNEL(vec_dot_q5_0_q8_0_avx2, struct lm_block_q5_0, isum_q5_0)
+DOT0_KERNEL(vec_dot_q8_0_q8_0_avx2, struct lm_block_q8_0, isum_q8_0)
+DOT1_KERNEL(vec_dot_q4_1_q8_1_avx2, struct lm_block_q4_1, isum_q4_1)
+DOT1_KERNEL(vec_dot_q5_1_q8_1_avx2, struct lm_block_q5_1, isum_q5_1)

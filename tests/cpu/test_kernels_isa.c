@@ -1,0 +1,407 @@
+/* test_kernels_isa.c - every ISA kernel slot against its generic version on
+ * crafted inputs (test_kernels.c covers random data and llama.cpp fixtures).
+ *
+ * 1. vec_dot of every overridden type, three kinds of input, 1..33 blocks
+ *    (every unroll tail) or 0..4099 elements, pointers at their natural
+ *    alignment only:
+ *    - "exact": all scales 1, small integer codes: every partial sum is an
+ *      integer below 2^24, so the ISA result must equal generic bit for bit
+ *      (catches any decoding or tail error, whatever the tolerance);
+ *    - "random": random bytes as weight blocks (every code and scale value,
+ *      Q8 codes -128 included), random finite scales, activations in [-127, 127];
+ *    - "extreme": all weight bytes 0xFF or 0x00 with activation codes all
+ *      +127 or -127 (largest pair sums: no int16 saturation allowed).
+ *    Non-exact cases use test_kernels.c's bound 4.8e-7 (terms + 8) sum|x y|.
+ * 2. Encoders: Q8_K byte-identical to quant/'s reference on every input
+ *    (ties for the max, zeros, subnormals, huge values, inf, NaN); Q8_1 same
+ *    scales, codes within one step, s = fp16(d * sum(codes)), and the
+ *    documented tie rounding of each path; BF16 bit-exact both ways on every
+ *    pattern; Q4_0 / Q8_0 decoders bit-exact.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/fp16.h"
+#include "cpu/kernels/kernels.h"
+#include "lm_test.h"
+#include "quant/blocks.h"
+#include "quant/quant.h"
+#include "util_cpu.h"
+
+/* The fp16 scale fields of a block type (byte offsets; -1 ends the list). */
+static const int *half_fields(enum lm_type t)
+{
+    static const int d0[] = {0, -1}, d0m2[] = {0, 2, -1}, q2k[] = {80, 82, -1}, q3k[] = {108, -1},
+                     q6k[] = {208, -1}, none[] = {-1};
+    switch (t) {
+    case LM_TYPE_Q4_0: case LM_TYPE_Q5_0: case LM_TYPE_Q8_0: return d0;
+    case LM_TYPE_Q4_1: case LM_TYPE_Q5_1: case LM_TYPE_Q8_1: case LM_TYPE_Q4_K: case LM_TYPE_Q5_K: return d0m2;
+    case LM_TYPE_Q2_K: return q2k;
+    case LM_TYPE_Q3_K: return q3k;
+    case LM_TYPE_Q6_K: return q6k;
+    default: return none;
+    }
+}
+
+enum mode { EXACT, RANDOM, EXTREME };
+
+static void put_half(uint8_t *p, float v)
+{
+    lm_fp16 h = lm_fp32_to_fp16(v);
+    memcpy(p, &h, 2);
+}
+
+/* n elements of a weight type in mode m. */
+static void make_weights(struct uc_rng *r, enum lm_type t, uint8_t *x, int64_t n, enum mode m, int variant)
+{
+    if (t == LM_TYPE_F32 || t == LM_TYPE_F16 || t == LM_TYPE_BF16) {
+        for (int64_t i = 0; i < n; i++) {
+            float v = m == EXACT ? (float)((int)(uc_u64(r) % 17) - 8)
+                    : m == RANDOM ? uc_float(r, -1.0f, 1.0f) * (uc_u64(r) % 4 == 0 ? 1000.0f : 1.0f)
+                                  : (variant ? -3.0e15f : 1.5e15f);
+            if (t == LM_TYPE_F32)
+                memcpy(x + 4 * i, &v, 4);
+            else if (t == LM_TYPE_F16)
+                put_half(x + 2 * i, m == EXTREME ? (variant ? -65504.0f : 60000.0f) : v);
+            else {
+                lm_bf16 b = lm_fp32_to_bf16(v);
+                memcpy(x + 2 * i, &b, 2);
+            }
+        }
+        return;
+    }
+    const size_t bs = lm_type_size(t), nb = (size_t)(n / lm_type_blck(t));
+    for (size_t b = 0; b < nb; b++) {
+        uint8_t *blk = x + b * bs;
+        for (size_t i = 0; i < bs; i++)
+            blk[i] = m == EXTREME ? (variant ? 0x00 : 0xFF) : (uint8_t)uc_u64(r);
+        for (const int *f = half_fields(t); *f >= 0; f++)
+            put_half(blk + *f, m == RANDOM ? uc_float(r, -2.0f, 2.0f) : 1.0f);
+    }
+}
+
+/* n elements of an activation (dot) type in mode m; Q8 codes in [-127, 127]
+ * (|code| <= 2 in EXACT mode), Q8_1 s and Q8_K bsums consistent with them. */
+static void make_acts(struct uc_rng *r, enum lm_type vt, uint8_t *y, int64_t n, enum mode m, int variant)
+{
+    if (vt == LM_TYPE_F32 || vt == LM_TYPE_F16 || vt == LM_TYPE_BF16) {
+        make_weights(r, vt, y, n, m, !variant);
+        return;
+    }
+    const bool k = vt == LM_TYPE_Q8_K;
+    const size_t bs = lm_type_size(vt), qk = k ? LM_QK_K : LM_QK, off = k ? 4 : vt == LM_TYPE_Q8_1 ? 4 : 2;
+    for (size_t b = 0; b < (size_t)(n / (int64_t)qk); b++) {
+        uint8_t *blk = y + b * bs;
+        int sum = 0;
+        for (size_t i = 0; i < qk; i++) {
+            int q = m == EXACT    ? (int)(uc_u64(r) % 5) - 2
+                    : m == RANDOM ? (int)(uc_u64(r) % 255) - 127
+                                  : (variant ? -127 : 127);
+            blk[off + i] = (uint8_t)(int8_t)q;
+            sum += q;
+        }
+        float d = m == RANDOM ? uc_float(r, -0.05f, 0.05f) : 1.0f;
+        if (k) {
+            memcpy(blk, &d, 4);
+            for (int j = 0; j < 16; j++) {
+                int16_t s = 0;
+                for (int i = 0; i < 16; i++)
+                    s = (int16_t)(s + (int8_t)blk[4 + 16 * j + i]);
+                memcpy(blk + 4 + LM_QK_K + 2 * j, &s, 2);
+            }
+        } else {
+            put_half(blk, d);
+            if (vt == LM_TYPE_Q8_1)
+                put_half(blk + 2, lm_fp16_to_fp32(lm_fp32_to_fp16(d)) * (float)sum);
+        }
+    }
+}
+
+static void decode(enum lm_type t, const void *x, float *y, int64_t n)
+{
+    if (t == LM_TYPE_F32)
+        memcpy(y, x, (size_t)n * 4);
+    else
+        lm_quant_traits(t)->to_float(x, y, n);
+}
+
+/* sum_i (|x_i| + max|x| of x_i's block) |y_i| (as test_kernels.c). */
+static double dot_scale(const float *x, const float *y, int64_t n, int64_t blk)
+{
+    double s = 0.0;
+    for (int64_t b = 0; b < n; b += blk) {
+        double mx = 0.0;
+        for (int64_t i = b; i < b + blk && i < n; i++)
+            mx = fabs(x[i]) > mx ? fabs(x[i]) : mx;
+        for (int64_t i = b; i < b + blk && i < n; i++)
+            s += (fabs(x[i]) + mx) * fabs(y[i]);
+    }
+    return s;
+}
+
+/* One case: returns true when the ISA result is acceptable. */
+static bool dot_case(const struct lm_cpu_kernels *k, const struct lm_cpu_kernels *g, enum lm_type t, int64_t n,
+                     enum mode m, int variant, struct uc_rng *r)
+{
+    const enum lm_type vt = g->type[t].vec_dot_type;
+    const bool blocked = lm_type_blck(t) > 1;
+    /* natural alignment only: 2 bytes past a 64-byte boundary (4 for Q8_K and F32) */
+    void *x = uc_alloc(lm_row_size(t, n) + 8, t == LM_TYPE_F32 ? 4 : 2);
+    void *y = uc_alloc(lm_row_size(vt, n) + 8, vt == LM_TYPE_F32 || vt == LM_TYPE_Q8_K ? 4 : 2);
+    make_weights(r, t, x, n, m, variant);
+    make_acts(r, vt, y, n, m, variant);
+    float a = NAN, b = NAN;
+    g->type[t].vec_dot(n, &a, x, y);
+    k->type[t].vec_dot(n, &b, x, y);
+    bool ok;
+    double tol = 0.0;
+    if (m == EXACT) {
+        ok = memcmp(&a, &b, sizeof a) == 0;
+    } else {
+        float *xf = malloc(sizeof(float) * (size_t)(n + 1)), *yf = malloc(sizeof(float) * (size_t)(n + 1));
+        decode(t, x, xf, n);
+        decode(vt, y, yf, n);
+        const double terms = (double)(blocked ? n / lm_type_blck(t) : n / 8) + 8.0;
+        tol = 4.8e-7 * terms * dot_scale(xf, yf, n, blocked ? lm_type_blck(t) : 1) + 1e-30;
+        ok = fabs((double)a - b) <= tol;
+        free(xf);
+        free(yf);
+    }
+    if (!ok)
+        fprintf(stderr, "%s vec_dot %s n=%lld mode %d/%d: %.9g vs generic %.9g (tol %.3g)\n", lm_cpu_isa_name(k->isa),
+                lm_type_name(t), (long long)n, (int)m, variant, b, a, tol);
+    uc_free(x);
+    uc_free(y);
+    return ok;
+}
+
+static void isa_dots(const struct lm_cpu_kernels *k, const struct lm_cpu_kernels *g, enum lm_type t, struct uc_rng *r)
+{
+    static const int64_t blocks[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 33};
+    static const int64_t extra[] = {127, 128, 129, 1000, 1023, 4099};
+    const bool blocked = lm_type_blck(t) > 1;
+    int bad = 0, cases = 0;
+    const int ns = blocked ? 10 : 71 + 6;
+    for (int si = 0; si < ns; si++) {
+        const int64_t n = blocked ? blocks[si] * lm_type_blck(t) : si <= 70 ? si : extra[si - 71];
+        for (int m = EXACT; m <= EXTREME; m++) {
+            for (int v = 0; v < 2; v++, cases++)
+                bad += !dot_case(k, g, t, n, (enum mode)m, v, r);
+        }
+    }
+    CHECKF(bad == 0, "%s vec_dot %s: %d of %d crafted cases differ from generic", lm_cpu_isa_name(k->isa),
+           lm_type_name(t), bad, cases);
+}
+
+/* ---- 2. encoders and decoders ---- */
+
+/* Q8_K test input: blocks of random data and blocks of special values. */
+static void q8_K_input(struct uc_rng *r, float *x, int nb)
+{
+    for (int b = 0; b < nb; b++) {
+        float *v = x + 256 * b;
+        for (int i = 0; i < 256; i++)
+            v[i] = uc_float(r, -2.0f, 2.0f);
+        switch (b % 12) {
+        case 1: for (int i = 0; i < 256; i++) v[i] = 0.75f; break;                /* all equal */
+        case 2: for (int i = 0; i < 256; i++) v[i] = i % 2 ? 3.0f : -3.0f; break; /* tie: first is -3 */
+        case 3: v[200] = 9.0f; v[17] = -9.0f; v[18] = 9.0f; break;                /* first max is -9 */
+        case 4: memset(v, 0, 256 * sizeof(float)); v[5] = -0.0f; break;           /* zero block */
+        case 5: for (int i = 0; i < 256; i++) v[i] = (float)(i - 128) * 1e-40f; break; /* subnormals */
+        case 6: v[3] = 3.0e38f; v[4] = -2.9e38f; break;                           /* huge */
+        case 7: v[9] = INFINITY; break;
+        case 8: v[0] = NAN; v[100] = -NAN; break;                                 /* NaNs are skipped */
+        case 9: for (int i = 0; i < 256; i++) v[i] = NAN; break;
+        case 10: for (int i = 0; i < 256; i++) v[i] = (float)(i % 7) * 0.5f - 1.5f; break; /* exact halves */
+        default: break;
+        }
+    }
+}
+
+static void isa_q8_K(const struct lm_cpu_kernels *k, const struct lm_cpu_kernels *g, struct uc_rng *r)
+{
+    enum { NB = 37 };
+    float *x = uc_alloc(NB * 256 * sizeof(float), 4);
+    uint8_t *a = uc_alloc(NB * 292 + 64, 4), *b = uc_alloc(NB * 292 + 64, 4);
+    q8_K_input(r, x, NB);
+    int bad = 0;
+    for (int nb = 1; nb <= NB; nb += 4) { /* 1, 5, ... blocks */
+        memset(a, 0x5A, NB * 292 + 64);
+        memset(b, 0xA5, NB * 292 + 64);
+        g->type[LM_TYPE_Q8_K].from_float(x + 256 * (NB - nb), a, 256 * nb);
+        k->type[LM_TYPE_Q8_K].from_float(x + 256 * (NB - nb), b, 256 * nb);
+        for (int blk = 0; blk < nb; blk++) {
+            const bool differ = memcmp(a + 292 * blk, b + 292 * blk, 292) != 0;
+            if (differ && bad++ < 3)
+                fprintf(stderr, "q8_K block %d (kind %d) differs\n", blk, (NB - nb + blk) % 12);
+        }
+        bad += b[nb * 292] != 0xA5; /* wrote nothing past n */
+    }
+    CHECKF(bad == 0, "%s q8_K encoder differs from the reference (%d)", lm_cpu_isa_name(k->isa), bad);
+    uc_free(x);
+    uc_free(a);
+    uc_free(b);
+}
+
+/* s of every block equals fp16(d * sum(codes)) with d = amax/127 unrounded. */
+static int q8_1_bad_sums(const float *x, const uint8_t *y, int nb)
+{
+    int bad = 0;
+    for (int b = 0; b < nb; b++) {
+        float amax = 0.0f;
+        for (int i = 0; i < 32; i++)
+            amax = fmaxf(amax, fabsf(x[32 * b + i]));
+        int sum = 0;
+        for (int i = 0; i < 32; i++)
+            sum += (int8_t)y[36 * b + 4 + i];
+        lm_fp16 s;
+        memcpy(&s, y + 36 * b + 2, 2);
+        bad += s != lm_fp32_to_fp16(amax / 127.f * (float)sum);
+    }
+    return bad;
+}
+
+static void isa_q8_1(const struct lm_cpu_kernels *k, const struct lm_cpu_kernels *g, struct uc_rng *r)
+{
+    enum { NB = 97 };
+    float *x = uc_alloc(NB * 32 * sizeof(float), 4);
+    uint8_t *a = uc_alloc(NB * 36, 2), *b = uc_alloc(NB * 36, 2);
+    for (int i = 0; i < NB * 32; i++)
+        x[i] = uc_float(r, -3.0f, 3.0f) * (i % 64 == 5 ? 100.0f : 1.0f);
+    for (int i = 0; i < 32; i++) /* an all-zero block */
+        x[32 * 7 + i] = 0.0f;
+    g->type[LM_TYPE_Q8_1].from_float(x, a, NB * 32);
+    k->type[LM_TYPE_Q8_1].from_float(x, b, NB * 32);
+    int d_bad = 0, far = 0, diff = 0;
+    for (int blk = 0; blk < NB; blk++) {
+        d_bad += memcmp(a + 36 * blk, b + 36 * blk, 2) != 0;
+        for (int j = 0; j < 32; j++) {
+            int dq = (int8_t)a[36 * blk + 4 + j] - (int8_t)b[36 * blk + 4 + j];
+            diff += dq != 0;
+            far += dq > 1 || dq < -1;
+        }
+    }
+    CHECKF(d_bad == 0 && far == 0 && diff <= NB * 32 / 100, "%s q8_1 encoder vs generic: %d scales, %d far, %d differ",
+           lm_cpu_isa_name(k->isa), d_bad, far, diff);
+    CHECKF(q8_1_bad_sums(x, a, NB) == 0, "generic q8_1: s != fp16(d * sum)");
+    CHECKF(q8_1_bad_sums(x, b, NB) == 0, "%s q8_1: s != fp16(d * sum)", lm_cpu_isa_name(k->isa));
+
+    /* ties: amax = 127 gives 127/amax = 1/d = 1; 2.5, -3.5, 0.5 are exact halves */
+    float t[32] = {127.0f, 2.5f, -3.5f, 0.5f, -0.5f, 1.5f};
+    const int8_t away[6] = {127, 3, -4, 1, -1, 2}, even[6] = {127, 2, -4, 0, 0, 2};
+    g->type[LM_TYPE_Q8_1].from_float(t, a, 32);
+    k->type[LM_TYPE_Q8_1].from_float(t, b, 32);
+    CHECKF(memcmp(a + 4, away, 6) == 0, "generic q8_1 does not round half away from zero");
+    CHECKF(memcmp(b + 4, k->from_float_isa[LM_TYPE_Q8_1] == LM_ISA_AVX2 ? even : away, 6) == 0,
+           "%s q8_1 tie rounding not as documented", lm_cpu_isa_name(k->isa));
+    uc_free(x);
+    uc_free(a);
+    uc_free(b);
+}
+
+/* BF16 both ways, bit-exact: every bf16 pattern, random float patterns
+ * (NaN, inf, subnormals), exact ties, every tail length. */
+static void isa_bf16(const struct lm_cpu_kernels *k, const struct lm_cpu_kernels *g, struct uc_rng *r)
+{
+    enum { N = 65536 + 21 };
+    lm_bf16 *h = uc_alloc(N * 2, 2), *h2 = uc_alloc(N * 2 + 64, 2);
+    float *a = uc_alloc(N * 4, 4), *b = uc_alloc(N * 4 + 64, 4);
+    for (int i = 0; i < N; i++)
+        h[i] = (lm_bf16)i;
+    int bad = 0;
+    for (int64_t n = N; n >= N - 17; n--) {
+        g->type[LM_TYPE_BF16].to_float(h + (N - n), a, n);
+        k->type[LM_TYPE_BF16].to_float(h + (N - n), b, n);
+        bad += memcmp(a, b, (size_t)n * 4) != 0;
+    }
+    CHECKF(bad == 0, "%s bf16->fp32 differs from generic (%d)", lm_cpu_isa_name(k->isa), bad);
+
+    uint32_t *bits = (uint32_t *)a;
+    for (int i = 0; i < N; i++)
+        bits[i] = (uint32_t)uc_u64(r);
+    for (int i = 0; i < 4096; i++) /* exact ties, both parities */
+        bits[i] = 0x3f800000u + ((uint32_t)i << 16) + 0x8000u;
+    bad = 0;
+    for (int64_t n = N; n >= N - 17; n--) {
+        memset(h2, 0xEE, N * 2 + 64);
+        g->type[LM_TYPE_BF16].from_float(a + (N - n), h, n);
+        k->type[LM_TYPE_BF16].from_float(a + (N - n), h2, n);
+        bad += memcmp(h, h2, (size_t)n * 2) != 0 || h2[n] != 0xEEEE;
+    }
+    CHECKF(bad == 0, "%s fp32->bf16 differs from generic (%d)", lm_cpu_isa_name(k->isa), bad);
+    uc_free(h);
+    uc_free(h2);
+    uc_free(a);
+    uc_free(b);
+}
+
+/* A block decoder (Q4_0, Q8_0) on random blocks with extreme scales. */
+static void isa_decode(const struct lm_cpu_kernels *k, const struct lm_cpu_kernels *g, enum lm_type t, struct uc_rng *r)
+{
+    enum { NB = 41 };
+    const size_t bs = lm_type_size(t);
+    uint8_t *x = uc_alloc(NB * bs, 2);
+    float *a = uc_alloc(NB * 32 * 4, 4), *b = uc_alloc(NB * 32 * 4 + 64, 4);
+    static const float dv[] = {65504.0f, -65504.0f, 6.1e-5f, 5.96e-8f, -0.0f, 0.0f, INFINITY, 0.3f};
+    for (int blk = 0; blk < NB; blk++) {
+        for (size_t i = 0; i < bs; i++)
+            x[blk * bs + i] = (uint8_t)uc_u64(r);
+        put_half(x + blk * bs, blk < 8 ? dv[blk] : uc_float(r, -4.0f, 4.0f));
+    }
+    int bad = 0;
+    for (int nb = 1; nb <= NB; nb += 8) {
+        memset(b, 0x77, NB * 32 * 4 + 64);
+        g->type[t].to_float(x, a, 32 * nb);
+        k->type[t].to_float(x, b, 32 * nb);
+        bad += memcmp(a, b, (size_t)nb * 128) != 0 || ((uint8_t *)b)[nb * 128] != 0x77;
+    }
+    CHECKF(bad == 0, "%s %s to_float differs from generic (%d)", lm_cpu_isa_name(k->isa), lm_type_name(t), bad);
+    uc_free(x);
+    uc_free(a);
+    uc_free(b);
+}
+
+int main(void)
+{
+    const struct lm_cpu_kernels *g = lm_cpu_kernels_for(LM_ISA_GENERIC);
+    struct uc_rng r;
+    uc_seed(&r, 2024);
+    int tested = 0;
+    for (int i = 1; i < LM_ISA_COUNT; i++) {
+        const struct lm_cpu_kernels *k = lm_cpu_kernels_for((enum lm_cpu_isa)i);
+        if (!k)
+            continue;
+        for (int t = 0; t < LM_TYPE_COUNT; t++) {
+            if (k->vec_dot_isa[t] != LM_ISA_GENERIC) {
+                isa_dots(k, g, (enum lm_type)t, &r);
+                tested++;
+            }
+        }
+        if (k->from_float_isa[LM_TYPE_Q8_K])
+            isa_q8_K(k, g, &r);
+        if (k->from_float_isa[LM_TYPE_Q8_1])
+            isa_q8_1(k, g, &r);
+        if (k->from_float_isa[LM_TYPE_BF16] || k->to_float_isa[LM_TYPE_BF16])
+            isa_bf16(k, g, &r);
+        if (k->to_float_isa[LM_TYPE_Q4_0])
+            isa_decode(k, g, LM_TYPE_Q4_0, &r);
+        if (k->to_float_isa[LM_TYPE_Q8_0])
+            isa_decode(k, g, LM_TYPE_Q8_0, &r);
+        /* every override is tested here or in test_kernels.c (F16 both ways, Q8_0 encoder) */
+        for (int t = 0; t < LM_TYPE_COUNT; t++) {
+            const bool ff = k->from_float_isa[t] && t != LM_TYPE_F16 && t != LM_TYPE_Q8_0 && t != LM_TYPE_Q8_1 &&
+                            t != LM_TYPE_Q8_K && t != LM_TYPE_BF16;
+            const bool tf = k->to_float_isa[t] && t != LM_TYPE_F16 && t != LM_TYPE_BF16 && t != LM_TYPE_Q4_0 &&
+                            t != LM_TYPE_Q8_0;
+            CHECKF(!ff && !tf, "%s overrides an untested conversion of %s", lm_cpu_isa_name(k->isa),
+                   lm_type_name((enum lm_type)t));
+        }
+    }
+    const struct lm_cpu_features *f = lm_cpu_features();
+    if (f->avx2 && f->fma && f->f16c) /* this machine: all 13 dot types have AVX2 kernels */
+        CHECKF(tested >= 13, "only %d vec_dot overrides", tested);
+    printf("kernels_isa: %d vec_dot overrides tested on crafted inputs\n", tested);
+    return lm_test_summary();
+}
