@@ -8,66 +8,35 @@
 #include "core/log.h"
 #include "cpu/cpu.h"
 #include "cpu/repack.h"
-#include "quant/blocks.h"
 
-bool lm_repack_type_ok(enum lm_type type) { return type == LM_TYPE_Q4_0 || type == LM_TYPE_Q8_0; }
+static const struct lm_repack_desc descs[] = {
+    {LM_TYPE_Q4_0, LM_QK, lm_pack_q4_0x8, lm_unpack_q4_0x8},
+    {LM_TYPE_Q8_0, LM_QK, lm_pack_q8_0x8, lm_unpack_q8_0x8},
+};
+
+const struct lm_repack_desc *lm_repack_desc(enum lm_type type)
+{
+    for (size_t i = 0; i < sizeof descs / sizeof descs[0]; i++)
+        if (descs[i].type == type)
+            return &descs[i];
+    return NULL;
+}
 
 bool lm_cpu_can_repack(const struct lm_tensor *t)
 {
-    return lm_repack_type_ok(t->type) && t->ne[1] % LM_REPACK_ROWS == 0 && t->ne[2] == 1 && t->ne[3] == 1 &&
+    const struct lm_repack_desc *d = lm_repack_desc(t->type);
+    return d && t->ne[0] % d->k_multiple == 0 && t->ne[1] % LM_REPACK_ROWS == 0 && t->ne[2] == 1 && t->ne[3] == 1 &&
            t->ne[1] > 0 && lm_is_contiguous(t);
 }
 
 void lm_repack_rows(enum lm_type type, const void *src, void *dst, int64_t n_rows, int64_t k)
 {
-    const int64_t nb = k / LM_QK;
-    for (int64_t g = 0; g < n_rows / LM_REPACK_ROWS; g++) {
-        for (int64_t b = 0; b < nb; b++) {
-            if (type == LM_TYPE_Q4_0) {
-                const struct lm_block_q4_0 *x = (const struct lm_block_q4_0 *)src + g * LM_REPACK_ROWS * nb;
-                struct lm_block_q4_0x8 *y = (struct lm_block_q4_0x8 *)dst + g * nb + b;
-                for (int r = 0; r < LM_REPACK_ROWS; r++) {
-                    y->d[r] = x[r * nb + b].d;
-                    for (int c = 0; c < 4; c++)
-                        memcpy(&y->qs[32 * c + 4 * r], &x[r * nb + b].qs[4 * c], 4);
-                }
-            } else {
-                const struct lm_block_q8_0 *x = (const struct lm_block_q8_0 *)src + g * LM_REPACK_ROWS * nb;
-                struct lm_block_q8_0x8 *y = (struct lm_block_q8_0x8 *)dst + g * nb + b;
-                for (int r = 0; r < LM_REPACK_ROWS; r++) {
-                    y->d[r] = x[r * nb + b].d;
-                    for (int j = 0; j < 8; j++)
-                        memcpy(&y->qs[32 * j + 4 * r], &x[r * nb + b].qs[4 * j], 4);
-                }
-            }
-        }
-    }
+    lm_repack_desc(type)->pack(src, dst, n_rows, k);
 }
 
 void lm_unpack_rows(enum lm_type type, const void *src, void *dst, int64_t n_rows, int64_t k)
 {
-    const int64_t nb = k / LM_QK;
-    for (int64_t g = 0; g < n_rows / LM_REPACK_ROWS; g++) {
-        for (int64_t b = 0; b < nb; b++) {
-            if (type == LM_TYPE_Q4_0) {
-                const struct lm_block_q4_0x8 *x = (const struct lm_block_q4_0x8 *)src + g * nb + b;
-                struct lm_block_q4_0 *y = (struct lm_block_q4_0 *)dst + g * LM_REPACK_ROWS * nb;
-                for (int r = 0; r < LM_REPACK_ROWS; r++) {
-                    y[r * nb + b].d = x->d[r];
-                    for (int c = 0; c < 4; c++)
-                        memcpy(&y[r * nb + b].qs[4 * c], &x->qs[32 * c + 4 * r], 4);
-                }
-            } else {
-                const struct lm_block_q8_0x8 *x = (const struct lm_block_q8_0x8 *)src + g * nb + b;
-                struct lm_block_q8_0 *y = (struct lm_block_q8_0 *)dst + g * LM_REPACK_ROWS * nb;
-                for (int r = 0; r < LM_REPACK_ROWS; r++) {
-                    y[r * nb + b].d = x->d[r];
-                    for (int j = 0; j < 8; j++)
-                        memcpy(&y[r * nb + b].qs[4 * j], &x->qs[32 * j + 4 * r], 4);
-                }
-            }
-        }
-    }
+    lm_repack_desc(type)->unpack(src, dst, n_rows, k);
 }
 
 /* ---- the buffer type ---- */

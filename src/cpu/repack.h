@@ -39,13 +39,30 @@ struct lm_block_q8_0x8 {
 };
 _Static_assert(sizeof(struct lm_block_q8_0x8) == 8 * 34, "q8_0x8 block size");
 
-/* Whether type has a repacked layout. */
-bool lm_repack_type_ok(enum lm_type type);
+/* A repacked layout: how to convert LM_REPACK_ROWS-row groups of a type to
+ * and from the plain layout. One row of the table per type (repack.c); the
+ * conversion functions live beside their kernels' layouts. */
+typedef void (*lm_repack_fn)(const void *src, void *dst, int64_t n_rows, int64_t k);
+struct lm_repack_desc {
+    enum lm_type type;
+    int64_t k_multiple;  /* row length must be a multiple of this */
+    lm_repack_fn pack;   /* plain -> repacked (n_rows a multiple of 8) */
+    lm_repack_fn unpack; /* repacked -> plain */
+};
+
+/* The layout of a type, or NULL when it has none. */
+const struct lm_repack_desc *lm_repack_desc(enum lm_type type);
 /* Repack n_rows (a multiple of 8) plain rows of k elements at src into dst,
  * and back. Thread-safe; src and dst must not overlap. */
 void lm_repack_rows(enum lm_type type, const void *src, void *dst, int64_t n_rows, int64_t k);
 void lm_unpack_rows(enum lm_type type, const void *src, void *dst, int64_t n_rows, int64_t k);
 /* Whether t lives in the repacking buffer type (and so in the repacked layout). */
 bool lm_tensor_is_repacked(const struct lm_tensor *t);
+
+/* The layouts (repack_q.c). */
+void lm_pack_q4_0x8(const void *src, void *dst, int64_t n_rows, int64_t k);
+void lm_unpack_q4_0x8(const void *src, void *dst, int64_t n_rows, int64_t k);
+void lm_pack_q8_0x8(const void *src, void *dst, int64_t n_rows, int64_t k);
+void lm_unpack_q8_0x8(const void *src, void *dst, int64_t n_rows, int64_t k);
 
 #endif

@@ -49,8 +49,10 @@ static void fill_generic(struct lm_cpu_kernels *k)
     ty[LM_TYPE_Q8_0].vec_dot_type = LM_TYPE_Q8_0;
     ty[LM_TYPE_Q8_0].vec_dot = vec_dot_q8_0_q8_0_generic;
     ty[LM_TYPE_Q4_0].gemm_x8 = gemm_q4_0x8_q8_0_generic;
+    ty[LM_TYPE_Q4_0].gemm_vt = LM_TYPE_Q8_0;
     ty[LM_TYPE_Q4_0].gemm_sums = true;
     ty[LM_TYPE_Q8_0].gemm_x8 = gemm_q8_0x8_q8_0_generic;
+    ty[LM_TYPE_Q8_0].gemm_vt = LM_TYPE_Q8_0;
     ty[LM_TYPE_Q4_1].vec_dot_type = LM_TYPE_Q8_1;
     ty[LM_TYPE_Q4_1].vec_dot = vec_dot_q4_1_q8_1_generic;
     ty[LM_TYPE_Q5_1].vec_dot_type = LM_TYPE_Q8_1;

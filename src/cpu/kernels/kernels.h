@@ -75,7 +75,9 @@ struct lm_cpu_type_kernels {
     lm_from_float_fn from_float; /* NULL: the type cannot be encoded here */
     lm_to_float_fn to_float;     /* NULL only for integer types */
     lm_gemm_fn gemm_x8;          /* repacked-weight GEMM, or NULL (no repacked layout) */
-    bool gemm_sums;              /* gemm_x8 reads the activation block sums */
+    enum lm_type gemm_vt;        /* the activation rows gemm_x8 reads */
+    lm_from_float_fn gemm_from_float; /* their encoder; NULL: type[gemm_vt].from_float */
+    bool gemm_sums;              /* gemm_x8 reads Q8_0 activation block sums */
 };
 
 struct lm_cpu_kernels {

@@ -167,6 +167,21 @@ static bool use_gemm(const struct lm_tensor *a, const struct lm_cpu_kernels *ker
     return lm_tensor_is_repacked(a) && kern->type[a->type].gemm_x8 != NULL;
 }
 
+/* The GEMM path's activation rows: the kernel's own type and encoder. */
+static void gemm_init(struct mm_ctx *c, const struct lm_tensor *a, const struct lm_tensor *b,
+                      const struct lm_cpu_kernels *kern)
+{
+    const struct lm_cpu_type_kernels *tk = &kern->type[a->type];
+    mm_init(c, a, b, kern, 0);
+    c->vt = tk->gemm_vt;
+    c->enc = tk->gemm_from_float ? tk->gemm_from_float : kern->type[tk->gemm_vt].from_float;
+    c->dot = NULL;
+    c->a_decode = NULL;
+    c->round_back = NULL;
+    c->convert = true;
+    c->b_row = lm_row_size(c->vt, c->K);
+}
+
 /* Scratch of the GEMM path: converted activation rows, then their block sums. */
 static size_t gemm_work(const struct mm_ctx *c, const struct lm_tensor *b)
 {
@@ -241,6 +256,7 @@ size_t lm_cpu_work_mul_mat(const struct lm_tensor *dst, int nth, const struct lm
     mm_init(&c, dst->src[0], dst->src[1], kern, 0);
     size_t total = mm_total(&c, nth);
     if (use_gemm(dst->src[0], kern)) {
+        gemm_init(&c, dst->src[0], dst->src[1], kern);
         size_t g = gemm_work(&c, dst->src[1]) + (size_t)nth * lm_cpu_pad(c.scratch_size);
         total = g > total ? g : total;
     }
@@ -271,7 +287,7 @@ void lm_cpu_op_mul_mat(const struct lm_cpu_params *p, struct lm_tensor *dst)
     const struct lm_tensor *a = dst->src[0], *b = dst->src[1];
     struct mm_ctx c;
     if (use_gemm(a, p->kern)) {
-        mm_init(&c, a, b, p->kern, 0);
+        gemm_init(&c, a, b, p->kern);
         c.scratch_off = gemm_work(&c, b); /* per-thread gather rows after the sums */
         mm_gemm_convert(&c, p, a);
         lm_cpu_sync(p);
