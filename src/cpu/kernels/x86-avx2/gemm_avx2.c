@@ -29,49 +29,68 @@ static inline __m256i bcast4(const int8_t *p)
 
 static inline float half(lm_fp16 h) { return _cvtsh_ss(h); }
 
-/* Up to 4 columns of one block-range pass for q4_0x8. */
-static inline void q4_cols(int64_t nb, const struct lm_block_q4_0x8 *w, const char *y, size_t by,
-                           const int16_t *ysum, int nc, __m256 *acc)
-{
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    const __m256i ones = _mm256_set1_epi16(1);
-    for (int64_t b = 0; b < nb; b++) {
-        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d));
-        __m256i wq[8];
-        for (int ch = 0; ch < 4; ch++) {
-            const __m256i raw = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * ch));
-            wq[ch] = _mm256_and_si256(raw, m4);
-            wq[ch + 4] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
-        }
-        for (int c = 0; c < nc; c++) {
-            const struct lm_block_q8_0 *a = (const struct lm_block_q8_0 *)(y + (size_t)c * by) + b;
-            __m256i s16 = _mm256_maddubs_epi16(wq[0], bcast4(a->qs + 0));
-            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(wq[1], bcast4(a->qs + 4)));
-            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(wq[2], bcast4(a->qs + 8)));
-            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(wq[3], bcast4(a->qs + 12)));
-            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(wq[4], bcast4(a->qs + 16)));
-            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(wq[5], bcast4(a->qs + 20)));
-            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(wq[6], bcast4(a->qs + 24)));
-            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(wq[7], bcast4(a->qs + 28)));
-            __m256i s32 = _mm256_madd_epi16(s16, ones);
-            s32 = _mm256_sub_epi32(s32, _mm256_set1_epi32(8 * (int32_t)ysum[(size_t)c * (size_t)nb + (size_t)b]));
-            const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(half(a->d)));
-            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32), scale, acc[c]);
-        }
+/* NC (1..4) columns against one group, all blocks. The 16-bit sums of the
+ * columns stay in registers while the block's 4 chunks are unpacked one at a
+ * time (low nibbles: elements 4c.., high nibbles: elements 16+4c..). */
+#define Q4_COLS(NC)                                                                                               \
+    static void q4_cols_##NC(int64_t nb, const struct lm_block_q4_0x8 *w, const char *y, size_t by,               \
+                             const int16_t *ysum, float *s, size_t ldc)                                           \
+    {                                                                                                             \
+        const __m256i m4 = _mm256_set1_epi8(0x0F);                                                                \
+        const __m256i ones = _mm256_set1_epi16(1);                                                                \
+        __m256 acc[NC];                                                                                           \
+        for (int c = 0; c < NC; c++)                                                                              \
+            acc[c] = _mm256_setzero_ps();                                                                         \
+        for (int64_t b = 0; b < nb; b++) {                                                                        \
+            const struct lm_block_q8_0 *a[NC];                                                                    \
+            __m256i s16[NC];                                                                                      \
+            for (int c = 0; c < NC; c++) {                                                                        \
+                a[c] = (const struct lm_block_q8_0 *)(y + (size_t)c * by) + b;                                    \
+                s16[c] = _mm256_setzero_si256();                                                                  \
+            }                                                                                                     \
+            for (int ch = 0; ch < 4; ch++) {                                                                      \
+                const __m256i raw = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * ch));                     \
+                const __m256i lo = _mm256_and_si256(raw, m4);                                                     \
+                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);                               \
+                for (int c = 0; c < NC; c++) {                                                                    \
+                    s16[c] = _mm256_add_epi16(s16[c], _mm256_maddubs_epi16(lo, bcast4(a[c]->qs + 4 * ch)));      \
+                    s16[c] = _mm256_add_epi16(s16[c], _mm256_maddubs_epi16(hi, bcast4(a[c]->qs + 16 + 4 * ch))); \
+                }                                                                                                 \
+            }                                                                                                     \
+            const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d));                          \
+            for (int c = 0; c < NC; c++) {                                                                        \
+                __m256i s32 = _mm256_madd_epi16(s16[c], ones);                                                    \
+                s32 = _mm256_sub_epi32(s32, _mm256_set1_epi32(8 * (int32_t)ysum[(size_t)c * (size_t)nb + (size_t)b])); \
+                const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(half(a[c]->d)));                           \
+                acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32), scale, acc[c]);                                 \
+            }                                                                                                     \
+        }                                                                                                         \
+        for (int c = 0; c < NC; c++)                                                                              \
+            _mm256_storeu_ps(s + (size_t)c * ldc, acc[c]);                                                        \
     }
-}
+
+Q4_COLS(1)
+Q4_COLS(2)
+Q4_COLS(3)
+Q4_COLS(4)
 
 /* Contract: kernels.h. */
 void gemm_q4_0x8_q8_0_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                            const int16_t *ysum, int nc)
 {
     const int64_t nb = k / LM_QK;
+    const char *yc = y;
     for (int c0 = 0; c0 < nc; c0 += 4) {
         const int n = nc - c0 < 4 ? nc - c0 : 4;
-        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-        q4_cols(nb, x, (const char *)y + (size_t)c0 * by, by, ysum + (size_t)c0 * (size_t)nb, n, acc);
-        for (int c = 0; c < n; c++)
-            _mm256_storeu_ps(s + (size_t)(c0 + c) * ldc, acc[c]);
+        const char *yy = yc + (size_t)c0 * by;
+        const int16_t *ss = ysum + (size_t)c0 * (size_t)nb;
+        float *out = s + (size_t)c0 * ldc;
+        switch (n) {
+        case 4: q4_cols_4(nb, x, yy, by, ss, out, ldc); break;
+        case 3: q4_cols_3(nb, x, yy, by, ss, out, ldc); break;
+        case 2: q4_cols_2(nb, x, yy, by, ss, out, ldc); break;
+        default: q4_cols_1(nb, x, yy, by, ss, out, ldc); break;
+        }
     }
 }
 

@@ -1,0 +1,75 @@
+/* bench_gemm.c - single-thread throughput of the repacked GEMM kernels
+ * (kernels.h gemm_x8) on a weight matrix that stays in L2 and a tile of
+ * activation columns, per type and ISA, in GMAC/s (multiply-adds per second).
+ * usage: bench_gemm [K] [rows] [cols] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cpu/kernels/kernels.h"
+#include "cpu/repack.h"
+#include "quant/quant.h"
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+int main(int argc, char **argv)
+{
+    const int64_t K = argc > 1 ? atoll(argv[1]) : 2048, M = argc > 2 ? atoll(argv[2]) : 128;
+    const int N = argc > 3 ? atoi(argv[3]) : 16;
+    const enum lm_type types[] = {LM_TYPE_Q4_0, LM_TYPE_Q8_0, LM_TYPE_F16, LM_TYPE_BF16, LM_TYPE_F32,
+                                  LM_TYPE_Q4_K, LM_TYPE_Q5_K, LM_TYPE_Q6_K};
+    float *w = malloc(sizeof(float) * (size_t)(K * M)), *a = malloc(sizeof(float) * (size_t)(K * N));
+    float *out = malloc(sizeof(float) * (size_t)(M * N));
+    for (int64_t i = 0; i < K * M; i++)
+        w[i] = (float)((i * 7919) % 1000) / 500.0f - 1.0f;
+    for (int64_t i = 0; i < K * N; i++)
+        a[i] = (float)((i * 104729) % 1000) / 500.0f - 1.0f;
+    printf("gemm_x8: K=%lld rows=%lld cols=%d (1 thread)\n", (long long)K, (long long)M, N);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        enum lm_type t = types[ti];
+        const struct lm_repack_desc *d = lm_repack_desc(t);
+        if (!d || K % d->k_multiple)
+            continue;
+        size_t wbytes = lm_row_size(t, K) * (size_t)M;
+        char *plain = malloc(wbytes), *packed = malloc(wbytes + 4096);
+        lm_quantize_chunk(t, w, plain, 0, M, K, NULL);
+        lm_repack_rows(t, plain, packed, M, K);
+        for (int isa = 0; isa < LM_ISA_COUNT; isa++) {
+            const struct lm_cpu_kernels *kern = lm_cpu_kernels_for((enum lm_cpu_isa)isa);
+            if (!kern || !kern->type[t].gemm_x8)
+                continue;
+            const struct lm_cpu_type_kernels *tk = &kern->type[t];
+            lm_from_float_fn enc = tk->gemm_from_float ? tk->gemm_from_float : kern->type[tk->gemm_vt].from_float;
+            size_t arow = lm_row_size(tk->gemm_vt, K);
+            char *act = malloc(arow * (size_t)N);
+            int16_t *sums = calloc((size_t)N * (size_t)(K / 32), sizeof(int16_t));
+            for (int c = 0; c < N; c++)
+                enc(a + (size_t)c * (size_t)K, act + (size_t)c * arow, K);
+            const size_t group = lm_row_size(t, K) * LM_REPACK_ROWS;
+            double best = 1e9;
+            for (int rep = 0; rep < 7; rep++) {
+                double t0 = now();
+                for (int64_t g = 0; g < M / LM_REPACK_ROWS; g++)
+                    tk->gemm_x8(K, out + g * LM_REPACK_ROWS, (size_t)M, packed + (size_t)g * group, act, arow, sums, N);
+                double dt = now() - t0;
+                best = dt < best ? dt : best;
+            }
+            printf("  %-5s %-7s %8.1f GMAC/s\n", lm_type_name(t), lm_cpu_isa_name((enum lm_cpu_isa)isa),
+                   (double)K * (double)M * N / best / 1e9);
+            free(act);
+            free(sums);
+        }
+        free(plain);
+        free(packed);
+    }
+    free(w);
+    free(a);
+    free(out);
+    return 0;
+}
