@@ -21,6 +21,7 @@ static const char *const op_names[LM_OP_COUNT] = {
     [LM_OP_CONCAT] = "CONCAT",     [LM_OP_RESHAPE] = "RESHAPE",   [LM_OP_VIEW] = "VIEW",
     [LM_OP_PERMUTE] = "PERMUTE",   [LM_OP_TRANSPOSE] = "TRANSPOSE", [LM_OP_DIAG_MASK_INF] = "DIAG_MASK_INF",
     [LM_OP_SOFT_MAX] = "SOFT_MAX", [LM_OP_ROPE] = "ROPE",         [LM_OP_ARGSORT] = "ARGSORT",
+    [LM_OP_ATTN] = "ATTN",
 };
 
 static const char *const unary_names[LM_UNARY_COUNT] = {
@@ -466,6 +467,38 @@ struct lm_tensor *lm_soft_max_ext(struct lm_ctx *ctx, struct lm_tensor *a, struc
 struct lm_tensor *lm_soft_max(struct lm_ctx *ctx, struct lm_tensor *a)
 {
     return lm_soft_max_ext(ctx, a, NULL, 1.0f, 0.0f);
+}
+
+static bool kv_type_ok(enum lm_type t) { return t == LM_TYPE_F32 || t == LM_TYPE_F16 || t == LM_TYPE_BF16; }
+
+struct lm_tensor *lm_attn(struct lm_ctx *ctx, struct lm_tensor *q, struct lm_tensor *k, struct lm_tensor *v,
+                          struct lm_tensor *mask, float scale, float max_bias)
+{
+    if (!q || !k || !v)
+        return NULL;
+    NEED(ctx, q->type == LM_TYPE_F32 && kv_type_ok(k->type) && kv_type_ok(v->type),
+         "ATTN: q must be f32, k and v f32/f16/bf16 (got %s, %s, %s)", lm_type_name(q->type), lm_type_name(k->type),
+         lm_type_name(v->type));
+    NEED(ctx, lm_is_contiguous_rows(k) && lm_is_contiguous_rows(v), "ATTN: rows of k and v must be contiguous");
+    NEED(ctx, q->ne[3] == 1 && k->ne[3] == 1 && v->ne[3] == 1 && q->ne[0] == k->ne[0] && k->ne[1] == v->ne[0] &&
+                  k->ne[1] > 0 && k->ne[2] == v->ne[2] && k->ne[2] > 0 && q->ne[2] % k->ne[2] == 0,
+         "ATTN: q " SHAPE_FMT ", k " SHAPE_FMT ", v " SHAPE_FMT " do not fit", SHAPE_ARGS(q), SHAPE_ARGS(k),
+         SHAPE_ARGS(v));
+    if (mask) {
+        NEED(ctx, mask->type == LM_TYPE_F32 && mask->ne[0] == k->ne[1] && mask->ne[1] >= q->ne[1] &&
+                      mask->ne[2] == 1 && mask->ne[3] == 1,
+             "ATTN: mask " SHAPE_FMT " does not fit %lld cells x %lld queries", SHAPE_ARGS(mask),
+             (long long)k->ne[1], (long long)q->ne[1]);
+    }
+    NEED(ctx, max_bias >= 0.0f && isfinite(scale), "ATTN: bad scale or max_bias");
+    struct lm_tensor *t = set_op(new_shape(ctx, LM_TYPE_F32, v->ne[1], q->ne[2], q->ne[1], 1), LM_OP_ATTN, q, k);
+    if (!t)
+        return NULL;
+    t->src[2] = v;
+    t->src[3] = mask;
+    lm_set_op_f32(t, 0, scale);
+    lm_set_op_f32(t, 1, max_bias);
+    return t;
 }
 
 struct lm_tensor *lm_rope(struct lm_ctx *ctx, struct lm_tensor *a, struct lm_tensor *pos, const struct lm_rope_params *p)

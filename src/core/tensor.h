@@ -59,6 +59,7 @@ enum lm_op {
     LM_OP_SOFT_MAX,     /* see lm_soft_max_ext */
     LM_OP_ROPE,         /* see lm_rope */
     LM_OP_ARGSORT,      /* per row indices (I32) that sort it; params: int32 order */
+    LM_OP_ATTN,         /* fused attention over the KV cache; see lm_attn */
     LM_OP_COUNT
 };
 
@@ -263,6 +264,27 @@ struct lm_tensor *lm_diag_mask_inf(struct lm_ctx *ctx, struct lm_tensor *a, int 
 struct lm_tensor *lm_soft_max_ext(struct lm_ctx *ctx, struct lm_tensor *a, struct lm_tensor *mask, float scale,
                                   float max_bias);
 struct lm_tensor *lm_soft_max(struct lm_ctx *ctx, struct lm_tensor *a);
+
+/* Attention as one op (what mul_mat(k, q) -> soft_max_ext -> mul_mat(v, .) ->
+ * permute(0, 2, 1, 3) -> cont computes, without the [n_kv, n_q] matrix):
+ *   q:    [d, n_q, n_head] F32, any strides (e.g. permute(Q, 0, 2, 1, 3));
+ *   k:    [d, n_kv, n_head_kv] F32, F16 or BF16, rows contiguous (the K cache);
+ *   v:    [n_kv, d_v, n_head_kv] F32, F16 or BF16, rows contiguous (the
+ *         transposed V cache: a row is one channel over the cells);
+ *   mask: NULL or F32 [n_kv, >= n_q] (row i for query i of every head), as
+ *         in lm_soft_max_ext: 0 / -inf, or -|pos_q - pos_k| for ALiBi.
+ * n_head % n_head_kv == 0; head h reads kv head h / (n_head / n_head_kv).
+ * Result: [d_v, n_head, n_q] F32 contiguous, for query i and head h:
+ *   s_j   = dot(round_k(q[:, i, h]), k[:, j, g]) * scale + slope_h * mask[j, i]
+ *   p_j   = softmax_j(s)   (max subtracted; -inf entries give exactly 0)
+ *   out[c, h, i] = sum_j v[j, c, g] * round_v(p_j)
+ * where round_k / round_v round to the vec_dot type of k's / v's type (F16
+ * for F16, BF16 for BF16, nothing for F32) as MUL_MAT rounds its activations,
+ * and slope_h is soft_max_ext's ALiBi slope (1 when max_bias == 0). A query
+ * whose mask row is all -inf gets a zero output row. params: f32[0] scale,
+ * f32[1] max_bias; sources: q, k, v, mask (src[0..3]). */
+struct lm_tensor *lm_attn(struct lm_ctx *ctx, struct lm_tensor *q, struct lm_tensor *k, struct lm_tensor *v,
+                          struct lm_tensor *mask, float scale, float max_bias);
 
 struct lm_rope_params {
     int n_dims;          /* rotated dims per row (<= ne[0], even) */

@@ -47,6 +47,7 @@ static const struct op_entry op_table[LM_OP_COUNT] = {
     [LM_OP_SOFT_MAX] = {lm_cpu_op_soft_max, lm_cpu_work_soft_max},
     [LM_OP_ROPE] = {lm_cpu_op_rope, lm_cpu_work_rope},
     [LM_OP_ARGSORT] = {lm_cpu_op_argsort, lm_cpu_work_argsort},
+    [LM_OP_ATTN] = {lm_cpu_op_attn, lm_cpu_work_attn},
 };
 
 struct lm_cpu_exec {

@@ -92,6 +92,27 @@ static bool rope_ok(const struct lm_tensor *t, const struct lm_tensor *a, const 
            n_dims <= a->ne[0] && (mode == LM_ROPE_NORMAL || mode == LM_ROPE_NEOX);
 }
 
+/* A float type whose rows the kernel table can dot with a rounded activation row. */
+static bool attn_type_ok(const struct lm_tensor *t)
+{
+    const struct lm_cpu_kernels *k = lm_cpu_kernels();
+    if (!t || !is_float_type(t->type) || !lm_is_contiguous_rows(t))
+        return false;
+    const struct lm_cpu_type_kernels *tk = &k->type[t->type];
+    return tk->vec_dot && (tk->vec_dot_type == LM_TYPE_F32 || k->type[tk->vec_dot_type].from_float);
+}
+
+static bool attn_ok(const struct lm_tensor *t)
+{
+    const struct lm_tensor *q = t->src[0], *k = t->src[1], *v = t->src[2], *m = t->src[3];
+    if (!f32(t) || !f32(q) || !attn_type_ok(k) || !attn_type_ok(v) || (m && !f32(m)))
+        return false;
+    return q->ne[0] == k->ne[0] && k->ne[1] == v->ne[0] && k->ne[1] > 0 && k->ne[1] <= INT32_MAX &&
+           k->ne[2] == v->ne[2] && k->ne[2] > 0 && q->ne[2] % k->ne[2] == 0 && q->ne[3] == 1 && k->ne[3] == 1 &&
+           v->ne[3] == 1 && shape_is(t, v->ne[1], q->ne[2], q->ne[1], 1) &&
+           (!m || (m->ne[0] == k->ne[1] && m->ne[1] >= q->ne[1]));
+}
+
 /* True when the CPU ops compute node t as tensor.h defines it. Pure; thread-safe. */
 bool lm_cpu_supports_op(const struct lm_tensor *t)
 {
@@ -146,6 +167,8 @@ bool lm_cpu_supports_op(const struct lm_tensor *t)
         return out_f32 && rope_ok(t, a, b);
     case LM_OP_ARGSORT:
         return i32(t) && f32(a) && lm_same_shape(t, a);
+    case LM_OP_ATTN:
+        return attn_ok(t);
     default:
         return false;
     }

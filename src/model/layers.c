@@ -3,9 +3,15 @@
  * Attention follows llama.cpp b1892's layout: K cached as [n_embd_k_gqa] rows
  * per cell, V cached transposed, Q·K on the cached types (F16 by default,
  * which rounds Q to F16 in the dot product exactly as the reference does),
- * softmax with scale, mask and optional ALiBi, then V·P.
+ * softmax with scale, mask and optional ALiBi, then V·P. With F32/F16/BF16
+ * caches this is one ATTN node (core/tensor.h's lm_attn: the same numbers
+ * without the [n_kv, n_tokens] matrix); LAMINA_ATTN=unfused in the
+ * environment (read at each graph build) and quantized caches use the
+ * unfused MUL_MAT, SOFT_MAX, MUL_MAT graph.
  */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "model/build.h"
 
@@ -91,6 +97,16 @@ static void store_kv(struct lm_build *b, int il, struct lm_tensor *k, struct lm_
     lm_graph_expand(b->graph, lm_cpy(ctx, vt, vdst));
 }
 
+/* The fused ATTN op serves these cache types unless LAMINA_ATTN=unfused. */
+static bool attn_fused(enum lm_type tk, enum lm_type tv)
+{
+    const char *e = getenv("LAMINA_ATTN");
+    if (e && strcmp(e, "unfused") == 0)
+        return false;
+    return (tk == LM_TYPE_F32 || tk == LM_TYPE_F16 || tk == LM_TYPE_BF16) &&
+           (tv == LM_TYPE_F32 || tv == LM_TYPE_F16 || tv == LM_TYPE_BF16);
+}
+
 struct lm_tensor *lm_b_attn(struct lm_build *b, int il, struct lm_tensor *q, struct lm_tensor *k, struct lm_tensor *v,
                             struct lm_tensor *wo, struct lm_tensor *bo, float kq_scale)
 {
@@ -105,13 +121,20 @@ struct lm_tensor *lm_b_attn(struct lm_build *b, int il, struct lm_tensor *q, str
     struct lm_tensor *kc = lm_view_3d(ctx, kl, hk, b->n_kv, hp->n_head_kv, lm_row_size(kl->type, lm_hp_n_embd_k_gqa(hp)),
                                       lm_row_size(kl->type, hk), 0); /* [hk, n_kv, n_head_kv] */
     struct lm_tensor *qp = lm_permute(ctx, q, 0, 2, 1, 3);           /* [hk, T, n_head] */
-    struct lm_tensor *kq = lm_mul_mat(ctx, kc, qp);                  /* [n_kv, T, n_head] */
-    kq = lm_soft_max_ext(ctx, kq, b->inp_mask, kq_scale, hp->f_max_alibi_bias);
     struct lm_tensor *vc = lm_view_3d(ctx, vl, b->n_kv, hv, hp->n_head_kv, lm_row_size(vl->type, kv->size),
                                       lm_row_size(vl->type, kv->size) * (size_t)hv, 0); /* [n_kv, hv, n_head_kv] */
-    struct lm_tensor *kqv = lm_mul_mat(ctx, vc, kq);                 /* [hv, T, n_head] */
-    struct lm_tensor *merged = lm_permute(ctx, kqv, 0, 2, 1, 3);     /* [hv, n_head, T] */
-    struct lm_tensor *cur = lm_cont_2d(ctx, merged, hv * hp->n_head, b->n_tokens);
+    struct lm_tensor *cur;
+    if (attn_fused(kl->type, vl->type)) {
+        /* [hv, n_head, T]: what cont(permute(kqv)) below gives */
+        struct lm_tensor *o = lm_attn(ctx, qp, kc, vc, b->inp_mask, kq_scale, hp->f_max_alibi_bias);
+        cur = lm_reshape_2d(ctx, o, hv * hp->n_head, b->n_tokens);
+    } else {
+        struct lm_tensor *kq = lm_mul_mat(ctx, kc, qp);              /* [n_kv, T, n_head] */
+        kq = lm_soft_max_ext(ctx, kq, b->inp_mask, kq_scale, hp->f_max_alibi_bias);
+        struct lm_tensor *kqv = lm_mul_mat(ctx, vc, kq);             /* [hv, T, n_head] */
+        struct lm_tensor *merged = lm_permute(ctx, kqv, 0, 2, 1, 3); /* [hv, n_head, T] */
+        cur = lm_cont_2d(ctx, merged, hv * hp->n_head, b->n_tokens);
+    }
     if (wo)
         cur = lm_b_lin(b, wo, cur, bo);
     return cur;

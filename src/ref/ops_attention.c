@@ -1,13 +1,17 @@
-/* ops_attention.c - ref DIAG_MASK_INF, SOFT_MAX, ROPE and ARGSORT.
+/* ops_attention.c - ref DIAG_MASK_INF, SOFT_MAX, ATTN, ROPE and ARGSORT.
  *
  * Row ops gather each source row into a double scratch row before writing the
- * destination row (safe for an in-place destination). Softmax and RoPE are
- * computed in double from the F32 inputs; the formulas are those documented in
- * core/tensor.h and docs/ops.md (RoPE/YaRN as ggml's rope_yarn defines them).
+ * destination row (safe for an in-place destination). Softmax, attention and
+ * RoPE are computed in double from the F32 inputs; the formulas are those
+ * documented in core/tensor.h and docs/ops.md (RoPE/YaRN as ggml's rope_yarn
+ * defines them). ATTN rounds q and the probabilities to k's and v's types
+ * exactly where the contract says, so that it and the CPU differ only by
+ * float summation order.
  */
 #include <math.h>
 #include <stdlib.h>
 
+#include "core/fp16.h"
 #include "ref/ref_internal.h"
 
 /* DIAG_MASK_INF: -inf where i0 > n_past + i1, else a. */
@@ -67,6 +71,75 @@ lm_status ref_op_soft_max(struct lm_tensor *dst)
             }
         }
     free(row);
+    return LM_OK;
+}
+
+/* ---- ATTN ---- */
+
+/* x rounded to type t (F16, BF16; F32: to float), as MUL_MAT rounds its
+ * activations to a float weight type's dot type. */
+static double round_to(enum lm_type t, double x)
+{
+    const float f = (float)x;
+    switch (t) {
+    case LM_TYPE_F16: return lm_fp16_to_fp32(lm_fp32_to_fp16(f));
+    case LM_TYPE_BF16: return lm_bf16_to_fp32(lm_fp32_to_bf16(f));
+    default: return f;
+    }
+}
+
+/* One (query i, head h) of ATTN: out[:, h, i]. qr (d) and s (n_kv) are scratch. */
+static void attn_row(struct lm_tensor *dst, int64_t i, int64_t h, double *qr, double *s)
+{
+    const struct lm_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2], *mask = dst->src[3];
+    const double scale = lm_get_op_f32(dst, 0);
+    const double slope = alibi_slope(lm_get_op_f32(dst, 1), q->ne[2], h);
+    const int64_t d = q->ne[0], n_kv = k->ne[1], g = h / (q->ne[2] / k->ne[2]);
+    for (int64_t c = 0; c < d; c++)
+        qr[c] = round_to(k->type, ref_get(q, c, i, h, 0));
+    double max = -INFINITY, sum = 0.0;
+    int64_t n_visible = 0;
+    for (int64_t j = 0; j < n_kv; j++) {
+        const double m = mask ? ref_get(mask, j, i, 0, 0) : 0.0;
+        s[j] = -INFINITY;
+        if (m == -INFINITY)
+            continue;
+        double dot = 0.0;
+        for (int64_t c = 0; c < d; c++)
+            dot += ref_get(k, c, j, g, 0) * qr[c];
+        s[j] = dot * scale + slope * m;
+        max = s[j] > max ? s[j] : max;
+        n_visible++;
+    }
+    for (int64_t j = 0; j < n_kv; j++) {
+        s[j] = s[j] == -INFINITY ? 0.0 : exp(s[j] - max);
+        sum += s[j];
+    }
+    for (int64_t j = 0; j < n_kv; j++)
+        s[j] = round_to(v->type, s[j] / sum);
+    for (int64_t c = 0; c < v->ne[1]; c++) {
+        double acc = 0.0;
+        for (int64_t j = 0; n_visible > 0 && j < n_kv; j++)
+            acc += ref_get(v, j, c, g, 0) * s[j];
+        ref_set(dst, c, h, i, 0, acc);
+    }
+}
+
+/* ATTN: softmax(round(q) . k * scale + slope * mask) . v per query and head. */
+lm_status ref_op_attn(struct lm_tensor *dst)
+{
+    const struct lm_tensor *q = dst->src[0], *k = dst->src[1];
+    double *qr = scratch(q->ne[0]), *s = scratch(k->ne[1]);
+    if (!qr || !s) {
+        free(qr);
+        free(s);
+        return LM_ERR_NOMEM;
+    }
+    for (int64_t i = 0; i < q->ne[1]; i++)
+        for (int64_t h = 0; h < q->ne[2]; h++)
+            attn_row(dst, i, h, qr, s);
+    free(qr);
+    free(s);
     return LM_OK;
 }
 

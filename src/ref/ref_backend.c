@@ -108,6 +108,24 @@ static bool cpy_supported(const struct lm_tensor *src, const struct lm_tensor *d
     return src_float && ref_type_writable(dst->type) && (!dst_block || src->type == LM_TYPE_F32);
 }
 
+static bool is_float(const struct lm_tensor *t)
+{
+    return t && (t->type == LM_TYPE_F32 || t->type == LM_TYPE_F16 || t->type == LM_TYPE_BF16);
+}
+
+/* ATTN: the types and shapes of lm_attn (re-checked: a hand-built node must
+ * not send the loops out of bounds). */
+static bool attn_supported(const struct lm_tensor *t)
+{
+    const struct lm_tensor *q = t->src[0], *k = t->src[1], *v = t->src[2], *m = t->src[3];
+    if (!is_f32(t) || !is_f32(q) || !is_float(k) || !is_float(v) || (m && !is_f32(m)))
+        return false;
+    return lm_is_contiguous_rows(k) && lm_is_contiguous_rows(v) && q->ne[0] == k->ne[0] && k->ne[1] == v->ne[0] &&
+           k->ne[1] > 0 && k->ne[2] == v->ne[2] && k->ne[2] > 0 && q->ne[2] % k->ne[2] == 0 && q->ne[3] == 1 &&
+           k->ne[3] == 1 && v->ne[3] == 1 && t->ne[0] == v->ne[1] && t->ne[1] == q->ne[2] && t->ne[2] == q->ne[1] &&
+           t->ne[3] == 1 && (!m || (m->ne[0] == k->ne[1] && m->ne[1] >= q->ne[1]));
+}
+
 /* The ops, source types and shapes the ref backend computes (docs/ops.md). */
 bool ref_supports(const struct lm_tensor *t)
 {
@@ -148,6 +166,7 @@ bool ref_supports(const struct lm_tensor *t)
         return is_f32(t) && is_f32(s0) && is_i32(s1) && (mode == LM_ROPE_NORMAL || mode == LM_ROPE_NEOX);
     }
     case LM_OP_ARGSORT: return is_i32(t) && is_f32(s0);
+    case LM_OP_ATTN: return attn_supported(t);
     default: return false;
     }
 }
@@ -177,6 +196,7 @@ static const op_fn op_table[LM_OP_COUNT] = {
     [LM_OP_SOFT_MAX] = ref_op_soft_max,
     [LM_OP_ROPE] = ref_op_rope,
     [LM_OP_ARGSORT] = ref_op_argsort,
+    [LM_OP_ATTN] = ref_op_attn,
 };
 
 /* ---- the backend ---- */

@@ -64,6 +64,7 @@ lm_status ref_op_concat(struct lm_tensor *dst);
 /* ops_attention.c */
 lm_status ref_op_diag_mask_inf(struct lm_tensor *dst);
 lm_status ref_op_soft_max(struct lm_tensor *dst);
+lm_status ref_op_attn(struct lm_tensor *dst);     /* fused attention (tensor.h's lm_attn) */
 lm_status ref_op_rope(struct lm_tensor *dst);
 lm_status ref_op_argsort(struct lm_tensor *dst);
 

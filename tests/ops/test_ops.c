@@ -13,6 +13,11 @@
  * with the cases and types run and the worst nmse seen; an op of enum lm_op
  * that no case ran fails the test.
  *
+ * ATTN (fused attention) is also held to the graph it replaces: on every CPU
+ * configuration against today's unfused graph (MUL_MAT, SOFT_MAX, MUL_MAT,
+ * PERMUTE, CONT) on the same inputs, and on ref against the unfused graph with
+ * the roundings of q and p made explicit by CPYs (see gen_attn).
+ *
  * LM_OPS_VERBOSE=1 in the environment prints every case with its nmse;
  * LM_OPS_SEED=n draws other cases (the default seed is fixed).
  * Built with -DLM_OPS_REF_ONLY the harness runs ref against a second ref run
@@ -70,11 +75,27 @@
  * CPY into a quantized type 1e-10: both backends must use the reference
  *   encoder (quant/), so the blocks are identical.
  * Integer outputs: 0 (exact).
+ * ATTN 1e-9 (cpu vs ref): both round q and the probabilities to the k / v
+ *   type at the same points; the rest is f32 (cpu) against double (ref):
+ *   dots of <= 128 terms and a softmax (REDUCE), and now and then a
+ *   probability that lands on the other side of an f16 (bf16) rounding
+ *   boundary, which moves one term of one output by 2^-11 (2^-8) of itself.
+ *   Seen: 5.7e-11.
+ *   Fused vs unfused: B_ATTN_CPU 1e-12 on the cpu, where both run the same
+ *   kernels on the same rounded values and may differ only by float
+ *   summation order (expected 0: attention.c keeps the dot lanes of a
+ *   full-row product; seen 0, and 8e-15 with that alignment removed);
+ *   B_ATTN_REF 1e-8 on ref, whose unfused graph rounds
+ *   the scores to f32 before the softmax, which can flip an f16/bf16
+ *   rounding of a probability as above (seen 6e-12).
  */
 #define B_EXACT 1e-10
 #define B_FUNC 1e-8
 #define B_REDUCE 1e-9
 #define B_ROPE 1e-7
+#define B_ATTN 1e-9
+#define B_ATTN_CPU 1e-12
+#define B_ATTN_REF 1e-8
 
 static double bound_mul_mat(enum lm_type t)
 {
@@ -116,6 +137,8 @@ struct runner {
     struct ut_rng master;
     struct ut_cov cov[LM_OP_COUNT];
     int n_cases, n_msgs;
+    int n_pairs, n_pairs_identical;  /* ATTN fused vs unfused comparisons */
+    double pair_worst[2];            /* worst nmse: [0] cpu vs today's graph, [1] ref vs rounded graph */
     bool verbose; /* LM_OPS_VERBOSE set: print every case with its nmse */
 };
 
@@ -229,6 +252,47 @@ static void run_case(struct runner *R, const struct ut_spec *sp, double bound)
     }
     free(want);
     free(got);
+}
+
+/* ATTN case sp (n[1] = 0) against its unfused graph (n[1] = unfused) on
+ * backend be with kernel set isa, same inputs; nmse must stay <= bound. */
+static void run_pair(struct runner *R, const struct ut_spec *sp, int unfused, lm_backend_t be, int isa, double bound)
+{
+    char desc[400];
+    ut_describe(sp, desc, sizeof desc);
+    const uint64_t seed = ut_rng_u64(&R->master);
+    struct ut_spec su = *sp;
+    su.n[1] = unfused;
+    struct lm_tensor *out;
+    struct lm_graph *g = build(R, sp, seed, &out, desc);
+    const int64_t n = g ? lm_nelements(out) : 0;
+    float *fused = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    float *plain = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+#ifndef LM_OPS_REF_ONLY
+    if (!lm_backend_is_ref(be))
+        lm_cpu_isa_limit((enum lm_cpu_isa)isa);
+#else
+    (void)isa;
+#endif
+    bool ok = g && fused && plain && compute(R, be, g, out, fused, desc);
+    if (ok) {
+        g = build(R, &su, seed, &out, desc);
+        ok = g && lm_nelements(out) == n && compute(R, be, g, out, plain, desc);
+    }
+    if (ok) {
+        const double e = ut_nmse(fused, plain, n, 0.0);
+        const int k = lm_backend_is_ref(be) ? 1 : 0;
+        R->pair_worst[k] = e > R->pair_worst[k] ? e : R->pair_worst[k];
+        R->n_pairs++;
+        R->n_pairs_identical += memcmp(fused, plain, (size_t)n * sizeof(float)) == 0;
+        if (!(e <= bound))
+            fail_msg(R, "%s: fused vs unfused on %s (isa %d): nmse %.3g > %.3g", desc, lm_backend_name(be), isa, e,
+                     bound);
+        else
+            lm_test_pass++;
+    }
+    free(fused);
+    free(plain);
 }
 
 /* ---- shape helpers ---- */
@@ -514,6 +578,76 @@ static void gen_attention(struct runner *R)
     }
 }
 
+/* ---- fused attention ---- */
+
+/* One ATTN case against ref, then (rows never all hidden) fused vs unfused
+ * on ref and on every CPU configuration. */
+static void attn_case(struct runner *R, struct ut_spec *s)
+{
+    run_case(R, s, B_ATTN);
+    if (s->sub == 5)
+        return; /* an all -inf row: the unfused softmax gives NaN, ATTN zeros */
+    run_pair(R, s, 2, R->ref, 0, B_ATTN_REF);
+#ifndef LM_OPS_REF_ONLY
+    for (int k = 0; k < R->n_other; k++)
+        run_pair(R, s, 1, R->other[k], R->isa[k], B_ATTN_CPU);
+#endif
+}
+
+static void gen_attn(struct runner *R)
+{
+    static const int64_t ds[] = {8, 64, 128, 7, 64};
+    static const int64_t qs[] = {1, 7, 64, 1, 3};
+    static const int64_t kvs[] = {32, 64, 256, 33, 1, 100};
+    static const enum lm_type types[] = {LM_TYPE_F16, LM_TYPE_F32, LM_TYPE_BF16};
+    static const float biases[] = {8.0f, 2.5f};
+    for (int c = 0; c < 72; c++) {
+        struct ut_spec s = spec(UT_K_ATTN, c % 6);
+        s.type = s.type2 = types[c / 6 % 3];
+        if (c % 12 == 11)
+            s.type2 = types[(c / 6 + 1) % 3]; /* k and v of different types */
+        const int64_t d = PICK(ds), ratio = rint_(R, 2) ? 4 : 1;
+        int64_t hkv = rint_(R, 2) + 1, nq = PICK(qs);
+        const int64_t n_kv = PICK(kvs);
+        const bool alibi = s.sub == 2 || (s.sub && c % 8 == 7);
+        int64_t nh = ratio * hkv;
+        if (alibi) { /* 5 heads: the m1 branch of the slopes */
+            hkv = rint_(R, 2) ? 5 : 1;
+            nh = 5;
+        }
+        const int64_t d_v = rint_(R, 4) ? d : PICK(ds);
+        /* keep the ref's double loops (and ASan runs) short */
+        if (nq * nh * n_kv * (d + d_v) > 1500000)
+            nq = 7;
+        if (nq * nh * n_kv * (d + d_v) > 1500000)
+            nq = 1;
+        const int64_t q[4] = {d, nq, nh, 1}, kv[4] = {n_kv, d_v, hkv, 1};
+        memcpy(s.ne, q, sizeof q);
+        memcpy(s.ne2, kv, sizeof kv);
+        s.n[0] = nq + rint_(R, 3); /* padded mask rows */
+        s.f[0] = rint_(R, 3) ? 1.0f / sqrtf((float)d) : (rint_(R, 2) ? 1.0f : 0.3f);
+        s.f[1] = alibi ? biases[rint_(R, 2)] : 0.0f;
+        s.lay[0] = rint_(R, 2) ? UT_PERMUTE : ut_rng_layout(&R->master);
+        s.lay[1] = rint_(R, 2) ? UT_PAD : UT_CONT;
+        attn_case(R, &s);
+    }
+    /* model-sized (d, n_q, n_head, n_kv, n_head_kv): a prompt over a padded
+     * cache with GQA 4, a short batch with d 128, a decode step with GQA 8 */
+    static const int64_t big[][5] = {{64, 64, 4, 256, 1}, {128, 7, 4, 256, 1}, {64, 1, 32, 256, 4}};
+    for (int c = 0; c < 3; c++) {
+        struct ut_spec s = spec(UT_K_ATTN, 1);
+        s.type = s.type2 = LM_TYPE_F16;
+        const int64_t q[4] = {big[c][0], big[c][1], big[c][2], 1}, kv[4] = {big[c][3], big[c][0], big[c][4], 1};
+        memcpy(s.ne, q, sizeof q);
+        memcpy(s.ne2, kv, sizeof kv);
+        s.n[0] = big[c][1];
+        s.f[0] = 1.0f / sqrtf((float)big[c][0]);
+        s.lay[0] = UT_PERMUTE;
+        s.lay[1] = UT_PAD;
+        attn_case(R, &s);
+    }
+}
+
 static void gen_rope(struct runner *R)
 {
     static const int64_t hd[] = {2, 4, 8, 32, 64, 128};
@@ -599,6 +733,7 @@ int main(void)
         gen_attention(&R);
         gen_rope(&R);
         gen_argsort(&R);
+        gen_attn(&R);
     }
 #ifndef LM_OPS_REF_ONLY
     lm_cpu_isa_limit(lm_cpu_isa_best());
@@ -608,6 +743,8 @@ int main(void)
 #else
     printf("%d cases compared: ref vs ref\n", R.n_cases);
 #endif
+    printf("ATTN fused vs unfused: %d comparisons, %d bit-identical; worst nmse cpu vs today's graph %.3g, "
+           "ref vs rounded graph %.3g\n", R.n_pairs, R.n_pairs_identical, R.pair_worst[0], R.pair_worst[1]);
     int missing = ut_cov_print(R.cov);
     CHECKF(missing == 0, "%d ops of enum lm_op were never tested", missing);
     if (R.n_msgs > MAX_MSGS)

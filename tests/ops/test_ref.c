@@ -110,6 +110,80 @@ static void test_soft_max(void)
            (double[]){1, 2, -INFINITY, 4, 5, 6}, 6);
 }
 
+/* ATTN by hand (Python's math and struct 'e' for f16 rounding): GQA (2
+ * heads on 1 kv head), ALiBi slopes 2^-4 and 2^-8 (max_bias 8), a hidden
+ * cell; then f16 k/v, where q (1/3) and the probabilities must be rounded to
+ * f16, and a query whose cells are all hidden (zeros). */
+static void test_attn(void)
+{
+    const float q[8] = {1, 0, 0, 2, 2, 2, -1, 1}; /* [d 2, n_q 2, n_head 2] */
+    const float k[6] = {1, 0, 0, 1, 1, 1};        /* [2, n_kv 3, 1] */
+    const float v[6] = {1, 2, 3, 0, -1, 4};       /* [n_kv 3, d_v 2, 1]: channel rows */
+    const float m[6] = {-1, 0, -INFINITY, -2, -1, 0};
+    struct lm_tensor *t = lm_attn(ctx, vals(2, 2, 2, q), vals(2, 3, 1, k), vals(3, 2, 1, v), vals(3, 2, 1, m), 0.5f, 8.0f);
+    expect("attn gqa alibi", t,
+           (double[]){1.3923368301671086, -0.3923368301671084, 1.5009765612582384, -0.5009765612582384,
+                      2.298289746317721, 1.351810226515064, 2.1227424845364107, 0.7267665894388602},
+           8);
+    struct lm_tensor *kh = lm_new_tensor_3d(ctx, LM_TYPE_F16, 1, 2, 1);
+    struct lm_tensor *vh = lm_new_tensor_3d(ctx, LM_TYPE_F16, 2, 1, 1);
+    if (kh && vh) {
+        lm_set_f32_nd(kh, 0, 0, 0, 0, 1.0f);
+        lm_set_f32_nd(kh, 0, 1, 0, 0, -2.0f);
+        lm_set_f32_nd(vh, 0, 0, 0, 0, 0.1f);
+        lm_set_f32_nd(vh, 1, 0, 0, 0, 1.0f);
+    }
+    const float qh[2] = {1.0f / 3.0f, 3.0f}, mh[4] = {0, 0, -INFINITY, -INFINITY};
+    /* unrounded this would be 0.3420472792 */
+    expect("attn f16", lm_attn(ctx, vals(1, 2, 1, qh), kh, vh, vals(2, 2, 1, mh), 1.0f, 0.0f),
+           (double[]){0.34212082624435425, 0.0}, 2);
+}
+
+/* lm_attn refuses operands that do not fit (in an arena of its own: the
+ * first error sticks until a reset). */
+static void test_attn_checks(void)
+{
+    struct lm_ctx *c;
+    struct lm_ctx_params p = {.mem_size = 1 << 20, .no_alloc = true};
+    CHECK(lm_ctx_new(&p, &c) == LM_OK);
+    if (!c)
+        return;
+    /* {q: d, n_q, n_head; k: type, d, n_kv, n_head_kv; v (f16): n_kv, d_v, n_head_kv} */
+    static const int64_t cases[][10] = {
+        {4, 2, 4, LM_TYPE_F16, 4, 5, 2, 5, 4, 2},  /* fits */
+        {4, 2, 3, LM_TYPE_F16, 4, 5, 2, 5, 4, 2},  /* 3 heads on 2 kv heads */
+        {4, 2, 4, LM_TYPE_F16, 3, 5, 2, 5, 4, 2},  /* d differs */
+        {4, 2, 4, LM_TYPE_F16, 4, 5, 2, 6, 4, 2},  /* n_kv differs */
+        {4, 2, 4, LM_TYPE_F16, 4, 5, 2, 5, 4, 1},  /* kv heads differ */
+        {32, 2, 4, LM_TYPE_Q8_0, 32, 5, 2, 5, 4, 2}, /* quantized k */
+    };
+    for (int i = 0; i < 6; i++) {
+        const int64_t *x = cases[i];
+        lm_ctx_reset(c);
+        struct lm_tensor *q = lm_new_tensor_3d(c, LM_TYPE_F32, x[0], x[1], x[2]);
+        struct lm_tensor *k = lm_new_tensor_3d(c, (enum lm_type)x[3], x[4], x[5], x[6]);
+        struct lm_tensor *v = lm_new_tensor_3d(c, LM_TYPE_F16, x[7], x[8], x[9]);
+        struct lm_tensor *t = lm_attn(c, q, k, v, NULL, 1.0f, 0.0f);
+        CHECKF((t != NULL) == (i == 0) && (i == 0 || lm_ctx_status(c) == LM_ERR_SHAPE), "attn checks case %d", i);
+    }
+    lm_ctx_reset(c);
+    struct lm_tensor *q = lm_new_tensor_3d(c, LM_TYPE_F32, 4, 3, 2), *k = lm_new_tensor_3d(c, LM_TYPE_F32, 4, 5, 1);
+    struct lm_tensor *v = lm_new_tensor_3d(c, LM_TYPE_F32, 5, 4, 1), *m = lm_new_tensor_2d(c, LM_TYPE_F32, 5, 2);
+    CHECK(lm_attn(c, q, k, v, m, 1.0f, 0.0f) == NULL && lm_ctx_status(c) == LM_ERR_SHAPE); /* 2 mask rows, 3 queries */
+    lm_ctx_reset(c);
+    q = lm_new_tensor_3d(c, LM_TYPE_F32, 4, 3, 2);
+    v = lm_new_tensor_3d(c, LM_TYPE_F32, 5, 4, 1);
+    k = lm_transpose(c, lm_new_tensor_3d(c, LM_TYPE_F32, 5, 4, 1)); /* k rows not contiguous */
+    CHECK(lm_attn(c, q, k, v, NULL, 1.0f, 0.0f) == NULL && lm_ctx_status(c) == LM_ERR_SHAPE);
+    lm_ctx_reset(c);
+    q = lm_new_tensor_3d(c, LM_TYPE_F32, 4, 3, 2);
+    k = lm_new_tensor_3d(c, LM_TYPE_F32, 4, 5, 1);
+    v = lm_new_tensor_3d(c, LM_TYPE_F32, 5, 4, 1);
+    CHECK(lm_attn(c, NULL, k, v, NULL, 1.0f, 0.0f) == NULL && lm_ctx_status(c) == LM_OK); /* NULL source */
+    CHECK(lm_attn(c, q, k, v, NULL, NAN, 0.0f) == NULL && lm_ctx_status(c) == LM_ERR_SHAPE);
+    lm_ctx_free(c);
+}
+
 static void test_rope(void)
 {
     const float x[6] = {1, 2, 3, 4, 5, 6};
@@ -280,6 +354,8 @@ int main(void)
     test_elementwise();
     test_rows();
     test_soft_max();
+    test_attn();
+    test_attn_checks();
     test_rope();
     test_matmul();
     test_copies();

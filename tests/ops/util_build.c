@@ -12,7 +12,7 @@ static const char *const kind_names[] = {
     [UT_K_MUL_MAT] = "mul_mat",   [UT_K_MUL_MAT_ID] = "mul_mat_id", [UT_K_GET_ROWS] = "get_rows",
     [UT_K_CPY] = "cpy",           [UT_K_CONT] = "cont",             [UT_K_REPEAT] = "repeat",
     [UT_K_CONCAT] = "concat",     [UT_K_DIAG_MASK] = "diag_mask",   [UT_K_SOFT_MAX] = "soft_max",
-    [UT_K_ROPE] = "rope",         [UT_K_ARGSORT] = "argsort",
+    [UT_K_ROPE] = "rope",         [UT_K_ARGSORT] = "argsort",       [UT_K_ATTN] = "attn",
 };
 
 void ut_describe(const struct ut_spec *sp, char *buf, size_t size)
@@ -176,6 +176,86 @@ static struct lm_tensor *build_argsort(struct lm_ctx *ctx, struct ut_rng *r, con
     return lm_argsort(ctx, a, (enum lm_sort_order)sp->sub);
 }
 
+/* An attention mask [n_kv, rows]: subs 1..3 as mask_tensor; 4: per row a
+ * random window [a, b] of visible cells with about one hole in five (a row
+ * keeps at least cell b); 5: as 4, and about one row in three all -inf. */
+static struct lm_tensor *attn_mask(struct lm_ctx *ctx, struct ut_rng *r, int sub, int64_t n_kv, int64_t n_q,
+                                   int64_t rows)
+{
+    if (sub < 4)
+        return mask_tensor(ctx, r, sub, n_kv, n_q, rows);
+    struct lm_tensor *m = lm_new_tensor_2d(ctx, LM_TYPE_F32, n_kv, rows);
+    if (!m)
+        return NULL;
+    for (int64_t i = 0; i < rows; i++) {
+        const int64_t a = ut_rng_int(r, n_kv), b = a + ut_rng_int(r, n_kv - a);
+        const bool hidden = sub == 5 && ut_rng_int(r, 3) == 0;
+        for (int64_t j = 0; j < n_kv; j++) {
+            const bool visible = !hidden && j >= a && j <= b && (j == b || ut_rng_int(r, 5));
+            lm_set_f32_nd(m, j, i, 0, 0, visible ? ut_rng_float(r, -1.0f, 0.0f) : -INFINITY);
+        }
+    }
+    return m;
+}
+
+/* [n0, n1, n2] of type t: plain, or (pad) a view into a larger tensor laid
+ * out as the KV cache: K as rows of n0 * n2 per cell, V transposed as rows of
+ * cells per channel (v_layout), with extra cells beyond n_kv. */
+static struct lm_tensor *attn_kv(struct lm_ctx *ctx, struct ut_rng *r, enum lm_type t, const int64_t ne[3], bool pad,
+                                 bool v_layout)
+{
+    if (!pad) {
+        const int64_t n4[4] = {ne[0], ne[1], ne[2], 1};
+        return ut_input(ctx, r, t, n4, UT_CONT, -1.0f, 1.0f);
+    }
+    const int64_t extra = 1 + ut_rng_int(r, 40);
+    if (v_layout) { /* ne = [n_kv, d_v, n_head_kv]: cache [size, d_v * n_head_kv] */
+        const int64_t big[4] = {ne[0] + extra, ne[1] * ne[2], 1, 1};
+        struct lm_tensor *c = ut_input(ctx, r, t, big, UT_CONT, -1.0f, 1.0f);
+        return c ? lm_view_3d(ctx, c, ne[0], ne[1], ne[2], c->nb[1], c->nb[1] * (size_t)ne[1], 0) : NULL;
+    }
+    /* ne = [d, n_kv, n_head_kv]: cache [d * n_head_kv, size] */
+    const int64_t big[4] = {ne[0] * ne[2], ne[1] + extra, 1, 1};
+    struct lm_tensor *c = ut_input(ctx, r, t, big, UT_CONT, -1.0f, 1.0f);
+    return c ? lm_view_3d(ctx, c, ne[0], ne[1], ne[2], c->nb[1], lm_row_size(t, ne[0]), 0) : NULL;
+}
+
+/* x rounded to type t and back to F32 by two copies (the explicit form of
+ * what MUL_MAT's activation conversion does). */
+static struct lm_tensor *round_through(struct lm_ctx *ctx, struct lm_tensor *x, enum lm_type t)
+{
+    if (!x || t == LM_TYPE_F32)
+        return x;
+    struct lm_tensor *h = lm_cpy(ctx, x, lm_new_tensor_4d(ctx, t, x->ne[0], x->ne[1], x->ne[2], x->ne[3]));
+    return lm_cpy(ctx, h, lm_new_tensor_4d(ctx, LM_TYPE_F32, x->ne[0], x->ne[1], x->ne[2], x->ne[3]));
+}
+
+static struct lm_tensor *build_attn(struct lm_ctx *ctx, struct ut_rng *r, const struct ut_spec *sp)
+{
+    struct lm_tensor *q;
+    if (sp->lay[0] == UT_PERMUTE) { /* the model's Q [d, n_head, n_q] seen as [d, n_q, n_head] */
+        const int64_t st[4] = {sp->ne[0], sp->ne[2], sp->ne[1], 1};
+        q = lm_permute(ctx, ut_input(ctx, r, LM_TYPE_F32, st, UT_CONT, -1.0f, 1.0f), 0, 2, 1, 3);
+    } else {
+        q = ut_input(ctx, r, LM_TYPE_F32, sp->ne, sp->lay[0], -1.0f, 1.0f);
+    }
+    const int64_t n_kv = sp->ne2[0], d_v = sp->ne2[1], hkv = sp->ne2[2];
+    const int64_t kne[3] = {sp->ne[0], n_kv, hkv}, vne[3] = {n_kv, d_v, hkv};
+    struct lm_tensor *k = attn_kv(ctx, r, sp->type, kne, sp->lay[1] == UT_PAD, false);
+    struct lm_tensor *v = attn_kv(ctx, r, sp->type2, vne, sp->lay[1] == UT_PAD, true);
+    struct lm_tensor *mask = NULL;
+    if (sp->sub && !(mask = attn_mask(ctx, r, sp->sub, n_kv, sp->ne[1], sp->n[0])))
+        return NULL;
+    if (sp->n[1] == 0)
+        return lm_attn(ctx, q, k, v, mask, sp->f[0], sp->f[1]);
+    /* the unfused graph of model/layers.c */
+    const bool rounded = sp->n[1] == 2;
+    struct lm_tensor *kq = lm_mul_mat(ctx, k, rounded ? round_through(ctx, q, sp->type) : q);
+    kq = lm_soft_max_ext(ctx, kq, mask, sp->f[0], sp->f[1]);
+    struct lm_tensor *kqv = lm_mul_mat(ctx, v, rounded ? round_through(ctx, kq, sp->type2) : kq);
+    return lm_cont(ctx, lm_permute(ctx, kqv, 0, 2, 1, 3));
+}
+
 struct lm_tensor *ut_build(struct lm_ctx *ctx, struct ut_rng *r, const struct ut_spec *sp)
 {
     struct lm_tensor *a, *b;
@@ -210,6 +290,7 @@ struct lm_tensor *ut_build(struct lm_ctx *ctx, struct ut_rng *r, const struct ut
     case UT_K_SOFT_MAX: return build_soft_max(ctx, r, sp);
     case UT_K_ROPE: return build_rope(ctx, r, sp);
     case UT_K_ARGSORT: return build_argsort(ctx, r, sp);
+    case UT_K_ATTN: return build_attn(ctx, r, sp);
     }
     return NULL;
 }

@@ -195,6 +195,10 @@ static void label_of(const struct lm_tensor *t, char *buf, size_t size)
     case LM_OP_SOFT_MAX:
         snprintf(buf, size, "%s%s", t->src[1] ? "mask" : "nomask", lm_get_op_f32(t, 1) > 0.0f ? "+alibi" : "");
         break;
+    case LM_OP_ATTN:
+        snprintf(buf, size, "%s/%s%s%s", lm_type_name(t->src[1]->type), lm_type_name(t->src[2]->type),
+                 t->src[3] ? "+mask" : "", lm_get_op_f32(t, 1) > 0.0f ? "+ali" : "");
+        break;
     default: snprintf(buf, size, "%s", lm_type_name(s && !lm_is_view_op(t->op) ? s->type : t->type)); break;
     }
 }

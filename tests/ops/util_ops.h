@@ -74,6 +74,12 @@ enum ut_kind {
     UT_K_SOFT_MAX,   /* a ne; sub: 0 no mask, 1 causal, 2 alibi-style, 3 random; n[0]: mask rows; f[0] scale, f[1] max_bias */
     UT_K_ROPE,       /* a ne; n[0] n_dims, n[1] mode, n[2] n_ctx_orig, n[3] max pos; f[0..5] base, scale, ext, attn, fast, slow */
     UT_K_ARGSORT,    /* a ne; sub: order; n[0]: top-k k (0 = argsort); n[1]: tie-heavy values */
+    UT_K_ATTN,       /* q ne [d, n_q, n_head]; k type, v type2, ne2 [n_kv, d_v, n_head_kv]; sub: mask (0 none,
+                        1 causal, 2 alibi-style, 3 random, 4 windows with holes, 5 as 4 with some rows all
+                        hidden); n[0] mask rows; n[1] graph (0 ATTN, 1 the unfused graph of today's model,
+                        2 unfused with q and p rounded by explicit CPYs); f[0] scale, f[1] max_bias;
+                        lay[0] q layout (PERMUTE: the model's permute(Q, 0, 2, 1, 3)); lay[1] k and v:
+                        CONT, or PAD for views into larger cache tensors laid out as the KV cache's */
 };
 
 struct ut_spec {

@@ -29,6 +29,12 @@ static void norm_row(int64_t n, float eps, const char *x, int64_t sx, char *y, i
 
 static void rms_norm_row(int64_t n, float eps, const char *x, int64_t sx, char *y, int64_t sy)
 {
+    if (sx == (int64_t)sizeof(float) && sy == (int64_t)sizeof(float)) {
+        const float scale = lm_cpu_rms_scale(n, eps, (const float *)x);
+        for (int64_t i = 0; i < n; i++)
+            ((float *)y)[i] = ((const float *)x)[i] * scale;
+        return;
+    }
     double sum = 0.0;
     for (int64_t i = 0; i < n; i++) {
         float v = *(const float *)(x + i * sx);

@@ -19,6 +19,8 @@
 #ifndef LM_CPU_OPS_H
 #define LM_CPU_OPS_H
 
+#include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -108,11 +110,41 @@ void lm_cpu_op_concat(const struct lm_cpu_params *p, struct lm_tensor *dst);
 void lm_cpu_op_soft_max(const struct lm_cpu_params *p, struct lm_tensor *dst);
 size_t lm_cpu_work_soft_max(const struct lm_tensor *dst, int nth, const struct lm_cpu_kernels *kern);
 void lm_cpu_op_diag_mask_inf(const struct lm_cpu_params *p, struct lm_tensor *dst);
+/* attention.c */
+void lm_cpu_op_attn(const struct lm_cpu_params *p, struct lm_tensor *dst);
+size_t lm_cpu_work_attn(const struct lm_tensor *dst, int nth, const struct lm_cpu_kernels *kern);
 /* rope.c */
 void lm_cpu_op_rope(const struct lm_cpu_params *p, struct lm_tensor *dst);
 size_t lm_cpu_work_rope(const struct lm_tensor *dst, int nth, const struct lm_cpu_kernels *kern);
 /* argsort.c */
 void lm_cpu_op_argsort(const struct lm_cpu_params *p, struct lm_tensor *dst);
 size_t lm_cpu_work_argsort(const struct lm_tensor *dst, int nth, const struct lm_cpu_kernels *kern);
+
+/* ---- shared row formulas (the fused ops must compute exactly what the
+ * separate ops compute) ---- */
+
+/* 1 / sqrt(mean(x^2) + eps) over a contiguous row: sum in double, mean
+ * rounded to float (ggml's order). */
+static inline float lm_cpu_rms_scale(int64_t n, float eps, const float *x)
+{
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        sum += (double)(x[i] * x[i]);
+    const float mean = (float)(sum / (double)n);
+    return 1.0f / sqrtf(mean + eps);
+}
+
+/* silu(x) = x / (1 + e^-x), in float. */
+static inline float lm_cpu_silu(float x) { return x / (1.0f + expf(-x)); }
+
+/* ---- fused node pairs (fuse.c) ---- */
+
+enum lm_cpu_fuse { LM_FUSE_NONE = 0, LM_FUSE_RMS_NORM_MUL, LM_FUSE_SILU_MUL };
+/* Whether node b right after node a can be computed together with it. */
+enum lm_cpu_fuse lm_cpu_fuse_match(const struct lm_tensor *a, const struct lm_tensor *b);
+/* Compute a and b (a matched pair) on this thread's rows. */
+void lm_cpu_op_fused(const struct lm_cpu_params *p, enum lm_cpu_fuse kind, struct lm_tensor *a, struct lm_tensor *b);
+/* False when LAMINA_NO_FUSE is set in the environment (for comparisons). */
+bool lm_cpu_fuse_enabled(void);
 
 #endif

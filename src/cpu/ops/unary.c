@@ -19,7 +19,7 @@ struct unary_args {
     float f0, f1; /* scale; clamp lo, hi */
 };
 
-static float silu(float x) { return x / (1.0f + expf(-x)); }
+static float silu(float x) { return lm_cpu_silu(x); }
 
 static float gelu(float x)
 {

@@ -1,0 +1,159 @@
+/* test_attn.c - the fused attention op (ATTN, the default) against the
+ * unfused graph it replaced (MUL_MAT, SOFT_MAX, MUL_MAT; LAMINA_ATTN=unfused)
+ * at the model level, on stories260K (F32 weights, F16 and F32 KV caches) and
+ * llama-2-tiny-random (F16 weights, 32000 tokens):
+ *   - a 12-token prompt in one batch (causal mask, logits of every row),
+ *   - 40 greedy steps of one token,
+ *   - two more sequences interleaved in one batch (each row sees every other
+ *     cell of the batch and none of the first sequence: masks with holes and
+ *     a first visible cell > 0),
+ * must give the same greedy tokens and logits within BOUND, and the graphs
+ * must really differ (ATTN nodes and no SOFT_MAX when fused; the reverse when
+ * unfused), so the comparison cannot pass by running one path twice.
+ * The fused op keeps the unfused kernels' rounding and summation lanes
+ * (src/cpu/ops/attention.c), so the logits are expected to be identical; the
+ * measured difference is printed.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "util_api.h"
+
+#define N_PROMPT 12
+#define N_GEN 40
+#define N_SEQ_TOK 8
+/* max |fused - unfused| over a row, relative to the row's max |logit|: the
+ * ops differ at most by f32 summation order (~1e-7 relative per dot) */
+#define BOUND 1e-5
+
+static const llama_token PROMPT[N_PROMPT] = {1, 403, 407, 261, 378, 432, 383, 286, 261, 346, 306, 414};
+
+struct run {
+    llama_token toks[N_GEN];
+    float *logits; /* rows of n_vocab: prompt rows, generated rows, two-sequence rows */
+    int n_rows;
+    int n_attn, n_soft_max; /* nodes of those ops in the last prompt graph */
+};
+
+/* Count ATTN and SOFT_MAX nodes of the graph the last decode built (its
+ * arena lives until the next decode). */
+static void count_ops(struct llama_context *ctx, struct run *r)
+{
+    r->n_attn = r->n_soft_max = 0;
+    for (struct lm_tensor *t = lm_ctx_first_tensor(ctx->c->gctx); t; t = lm_ctx_next_tensor(ctx->c->gctx, t)) {
+        r->n_attn += t->op == LM_OP_ATTN;
+        r->n_soft_max += t->op == LM_OP_SOFT_MAX;
+    }
+}
+
+static void keep_rows(struct llama_context *ctx, struct run *r, int nv, int n)
+{
+    for (int i = 0; i < n; i++) {
+        float *row = r->logits + (size_t)(r->n_rows + i) * (size_t)nv;
+        memcpy(row, llama_get_logits_ith(ctx, i), (size_t)nv * sizeof(float));
+    }
+    r->n_rows += n;
+}
+
+/* Two sequences (ids 1 and 2) of N_SEQ_TOK tokens, interleaved in one batch. */
+static void two_sequences(struct llama_context *ctx, struct run *r, int nv)
+{
+    struct llama_batch b = llama_batch_init(2 * N_SEQ_TOK, 0, 1);
+    for (int i = 0; i < 2 * N_SEQ_TOK; i++) {
+        b.token[i] = i < 2 ? 1 : PROMPT[(i * 5) % N_PROMPT];
+        b.pos[i] = i / 2;
+        b.n_seq_id[i] = 1;
+        b.seq_id[i][0] = 1 + i % 2;
+        b.logits[i] = 1;
+    }
+    b.n_tokens = 2 * N_SEQ_TOK;
+    CHECK(llama_decode(ctx, b) == 0);
+    keep_rows(ctx, r, nv, 2 * N_SEQ_TOK);
+    llama_batch_free(b);
+}
+
+static void decode_all(struct llama_model *m, enum ggml_type kv_type, bool unfused, struct run *r)
+{
+    if (unfused)
+        setenv("LAMINA_ATTN", "unfused", 1);
+    else
+        unsetenv("LAMINA_ATTN");
+    const int nv = llama_n_vocab(m);
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = 128;
+    cp.n_batch = 64;
+    cp.n_threads = cp.n_threads_batch = 2;
+    cp.logits_all = true;
+    cp.type_k = cp.type_v = kv_type;
+    struct llama_context *ctx = llama_new_context_with_model(m, cp);
+    r->logits = calloc((size_t)(N_PROMPT + N_GEN + 2 * N_SEQ_TOK) * (size_t)nv, sizeof(float));
+    r->n_rows = 0;
+    CHECK(ctx != NULL && r->logits != NULL);
+    if (ctx && r->logits) {
+        CHECK(llama_decode(ctx, llama_batch_get_one((llama_token *)PROMPT, N_PROMPT, 0, 0)) == 0);
+        count_ops(ctx, r);
+        keep_rows(ctx, r, nv, N_PROMPT);
+        llama_token tok = api_argmax(llama_get_logits_ith(ctx, N_PROMPT - 1), nv);
+        for (int i = 0; i < N_GEN; i++) {
+            r->toks[i] = tok;
+            CHECK(llama_decode(ctx, llama_batch_get_one(&tok, 1, N_PROMPT + i, 0)) == 0);
+            keep_rows(ctx, r, nv, 1);
+            tok = api_argmax(llama_get_logits_ith(ctx, 0), nv);
+        }
+        two_sequences(ctx, r, nv);
+    }
+    llama_free(ctx);
+    unsetenv("LAMINA_ATTN");
+}
+
+static void compare(const char *path, enum ggml_type kv_type)
+{
+    struct llama_model *m = api_load(path);
+    CHECKF(m != NULL, "cannot load %s", path);
+    if (!m)
+        return;
+    const int nv = llama_n_vocab(m);
+    const int n_layer = (int)m->m->hp.n_layer;
+    struct run fused = {0}, plain = {0};
+    decode_all(m, kv_type, false, &fused);
+    decode_all(m, kv_type, true, &plain);
+    CHECKF(fused.n_attn == n_layer && fused.n_soft_max == 0, "%s: fused graph has %d ATTN, %d SOFT_MAX nodes", path,
+           fused.n_attn, fused.n_soft_max);
+    CHECKF(plain.n_attn == 0 && plain.n_soft_max == n_layer, "%s: unfused graph has %d ATTN, %d SOFT_MAX nodes", path,
+           plain.n_attn, plain.n_soft_max);
+    int same_toks = 0;
+    for (int i = 0; i < N_GEN; i++)
+        same_toks += fused.toks[i] == plain.toks[i];
+    CHECKF(same_toks == N_GEN, "%s: %d of %d greedy tokens agree", path, same_toks, N_GEN);
+    double worst = 0.0, worst_abs = 0.0;
+    int identical_rows = 0;
+    for (int row = 0; row < fused.n_rows && row < plain.n_rows; row++) {
+        const float *a = fused.logits + (size_t)row * nv, *b = plain.logits + (size_t)row * nv;
+        double scale = 1e-30;
+        for (int i = 0; i < nv; i++)
+            scale = fmax(scale, fabs(b[i]));
+        const double d = api_max_diff(a, b, (size_t)nv);
+        worst = fmax(worst, d / scale);
+        worst_abs = fmax(worst_abs, d);
+        identical_rows += memcmp(a, b, (size_t)nv * sizeof(float)) == 0;
+    }
+    CHECKF(fused.n_rows == plain.n_rows && fused.n_rows == N_PROMPT + N_GEN + 2 * N_SEQ_TOK, "%s: %d and %d rows",
+           path, fused.n_rows, plain.n_rows);
+    CHECKF(worst <= BOUND, "%s: logits differ by %.3g of the row's max |logit| (bound %g)", path, worst, BOUND);
+    printf("%s, KV %s: %d/%d greedy tokens equal, %d/%d logit rows identical, max |diff| %.3g (%.3g relative)\n", path,
+           kv_type == GGML_TYPE_F16 ? "f16" : "f32", same_toks, N_GEN, identical_rows, fused.n_rows, worst_abs, worst);
+    free(fused.logits);
+    free(plain.logits);
+    llama_free_model(m);
+}
+
+int main(void)
+{
+    api_test_init();
+    compare("models/stories260K.gguf", GGML_TYPE_F16);
+    compare("models/stories260K.gguf", GGML_TYPE_F32);
+    compare("models/llama-2-tiny-random.gguf", GGML_TYPE_F16);
+    return lm_test_summary();
+}
