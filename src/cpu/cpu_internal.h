@@ -12,4 +12,8 @@ lm_status lm_cpu_backend_new_unclamped(int n_threads, lm_backend_t *out);
 /* The threads graph_compute uses now. */
 int lm_cpu_backend_n_threads(lm_backend_t be);
 
+/* Turn the executor's node fusion (cpu/fuse.c) on or off, process-wide
+ * (tests compare both; the default follows LAMINA_NO_FUSE). Call between graphs. */
+void lm_cpu_fuse_set(bool on);
+
 #endif

@@ -134,20 +134,30 @@ struct exec_job {
     const struct lm_cpu_kernels *kern;
 };
 
-/* Every thread: the nodes in order, one barrier between computing nodes. */
+/* Every thread: the nodes in order, one barrier between computing nodes;
+ * a fusable pair (fuse.c) runs as one node. Every thread sees the same graph
+ * and makes the same fusion decisions, so the barriers stay in step. */
 static void exec_worker(void *arg, int ith, int nth)
 {
     const struct exec_job *job = arg;
     const struct lm_cpu_params p = {ith, nth, job->wdata, job->wsize, job->tp, job->kern};
+    const struct lm_graph *g = job->g;
+    const bool fuse = lm_cpu_fuse_enabled();
     bool first = true;
-    for (int i = 0; i < job->g->n_nodes; i++) {
-        struct lm_tensor *t = job->g->nodes[i];
+    for (int i = 0; i < g->n_nodes; i++) {
+        struct lm_tensor *t = g->nodes[i];
         const struct op_entry *e = &op_table[t->op];
         if (!e->compute)
             continue;
         if (!first)
             lm_cpu_sync(&p);
         first = false;
+        enum lm_cpu_fuse kind = fuse && i + 1 < g->n_nodes ? lm_cpu_fuse_match(t, g->nodes[i + 1]) : LM_FUSE_NONE;
+        if (kind != LM_FUSE_NONE) {
+            lm_cpu_op_fused(&p, kind, t, g->nodes[i + 1]);
+            i++;
+            continue;
+        }
         e->compute(&p, t);
     }
 }

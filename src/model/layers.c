@@ -154,6 +154,9 @@ struct lm_tensor *lm_b_ffn(struct lm_build *b, struct lm_tensor *x, const struct
 {
     struct lm_tensor *up = lm_b_lin(b, l->ffn_up, x, l->ffn_up_b);
     struct lm_tensor *cur;
+    /* up first in the node order, so that act(gate) and its product with up
+     * are adjacent nodes (the CPU fuses them) */
+    lm_graph_expand(b->graph, up);
     if (l->ffn_gate)
         cur = lm_mul(b->ctx, activate(b, lm_b_lin(b, l->ffn_gate, x, l->ffn_gate_b), act), up);
     else

@@ -1,0 +1,107 @@
+/* fuse.c - pairs of adjacent nodes the executor computes as one.
+ *
+ *   RMS_NORM(x) then MUL(., w)  with w one row broadcast over rows:
+ *       y = x * scale(x) * w          (the norm block of every llama layer)
+ *   UNARY SILU(g) then MUL(., u)  with u of the same shape:
+ *       y = silu(g) * u               (SwiGLU)
+ *
+ * A fused pair makes one pass over memory instead of two and saves the
+ * barrier between the nodes. The results are bit-identical to the separate
+ * ops: the same float formulas in the same order (the shared row helpers are
+ * in ops.h). When the first node's result has its own memory (it is read by
+ * something else too), it is still written; when the graph allocator put the
+ * second node in place over the first, only the final value is stored.
+ * Rows are split over threads exactly as the separate ops split them.
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "cpu/ops/ops.h"
+
+static bool f32_rows(const struct lm_tensor *t) { return t->type == LM_TYPE_F32 && t->nb[0] == sizeof(float); }
+
+static bool is_row_vector(const struct lm_tensor *w, int64_t n)
+{
+    return f32_rows(w) && w->ne[0] == n && w->ne[1] == 1 && w->ne[2] == 1 && w->ne[3] == 1;
+}
+
+enum lm_cpu_fuse lm_cpu_fuse_match(const struct lm_tensor *a, const struct lm_tensor *b)
+{
+    if (!a || !b || b->op != LM_OP_MUL || b->src[0] != a || b->view_src || !f32_rows(a) || !f32_rows(b))
+        return LM_FUSE_NONE;
+    if (a->op == LM_OP_RMS_NORM && f32_rows(a->src[0]) && is_row_vector(b->src[1], a->ne[0]))
+        return LM_FUSE_RMS_NORM_MUL;
+    if (a->op == LM_OP_UNARY && lm_get_op_i32(a, 0) == LM_UNARY_SILU && f32_rows(a->src[0]) &&
+        lm_same_shape(b->src[1], a) && f32_rows(b->src[1]))
+        return LM_FUSE_SILU_MUL;
+    return LM_FUSE_NONE;
+}
+
+/* y = rms_norm(x) * w, and (unless in place) n = rms_norm(x). */
+static void rms_norm_mul(const struct lm_cpu_params *p, struct lm_tensor *norm, struct lm_tensor *mul)
+{
+    const struct lm_tensor *x = norm->src[0], *w = mul->src[1];
+    const float eps = lm_get_op_f32(norm, 0);
+    const int64_t n = x->ne[0];
+    const float *wv = w->data;
+    const bool keep = norm->data != mul->data;
+    int64_t r0, r1;
+    lm_cpu_split(lm_nrows(x), p->ith, p->nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t i1, i2, i3;
+        lm_cpu_row_index(x, r, &i1, &i2, &i3);
+        const float *xr = lm_cpu_elem(x, 0, i1, i2, i3);
+        float *nr = lm_cpu_elem(norm, 0, i1, i2, i3), *yr = lm_cpu_elem(mul, 0, i1, i2, i3);
+        const float scale = lm_cpu_rms_scale(n, eps, xr);
+        for (int64_t i = 0; i < n; i++) {
+            const float v = xr[i] * scale;
+            if (keep)
+                nr[i] = v;
+            yr[i] = v * wv[i];
+        }
+    }
+}
+
+/* y = silu(g) * u, and (unless in place) s = silu(g). */
+static void silu_mul(const struct lm_cpu_params *p, struct lm_tensor *silu, struct lm_tensor *mul)
+{
+    const struct lm_tensor *g = silu->src[0], *u = mul->src[1];
+    const int64_t n = g->ne[0];
+    const bool keep = silu->data != mul->data;
+    int64_t r0, r1;
+    lm_cpu_split(lm_nrows(mul), p->ith, p->nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t i1, i2, i3;
+        lm_cpu_row_index(mul, r, &i1, &i2, &i3);
+        const float *gr = lm_cpu_elem(g, 0, i1, i2, i3), *ur = lm_cpu_elem(u, 0, i1, i2, i3);
+        float *sr = lm_cpu_elem(silu, 0, i1, i2, i3), *yr = lm_cpu_elem(mul, 0, i1, i2, i3);
+        for (int64_t i = 0; i < n; i++) {
+            const float s = lm_cpu_silu(gr[i]);
+            if (keep)
+                sr[i] = s;
+            yr[i] = s * ur[i];
+        }
+    }
+}
+
+void lm_cpu_op_fused(const struct lm_cpu_params *p, enum lm_cpu_fuse kind, struct lm_tensor *a, struct lm_tensor *b)
+{
+    if (kind == LM_FUSE_RMS_NORM_MUL)
+        rms_norm_mul(p, a, b);
+    else
+        silu_mul(p, a, b);
+}
+
+static atomic_int fuse_mode = -1; /* -1: not decided yet (read the environment) */
+
+bool lm_cpu_fuse_enabled(void)
+{
+    int m = atomic_load(&fuse_mode);
+    if (m < 0) {
+        m = getenv("LAMINA_NO_FUSE") == NULL;
+        atomic_store(&fuse_mode, m);
+    }
+    return m != 0;
+}
+
+void lm_cpu_fuse_set(bool on) { atomic_store(&fuse_mode, on ? 1 : 0); }
