@@ -1,7 +1,7 @@
 /* test_isa_logits.c - on a model with TinyLlama-1.1B's shapes (1 layer,
  * written by `lamina mkmodel`), the logits of a 64-token prompt agree between
  * the generic kernels and the best kernels this CPU runs (AVX2 here), for
- * Q4_0 (repacked GEMM), Q8_0 and F16 weights (every matrix of the file in
+ * Q4_0 (repacked GEMM) and F16 weights (every matrix of the file in
  * that type). The kernels differ in float accumulation order and, for
  * quantized weights, in how activations are quantized: generic uses the
  * reference encoder (id = 1/d, ties away from zero), AVX2 ggml's x86 encoder
@@ -88,8 +88,8 @@ static void check_type(const char *type)
 int main(void)
 {
     api_test_init();
-    const char *types[] = {"Q4_0", "Q8_0", "F16"};
-    for (int i = 0; i < 3; i++)
+    const char *types[] = {"Q4_0", "F16"}; /* Q8_0 kernels: tests/cpu (kept short: this test is heavy) */
+    for (int i = 0; i < 2; i++)
         check_type(types[i]);
     return lm_test_summary();
 }
