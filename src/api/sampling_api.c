@@ -14,23 +14,38 @@ _Static_assert(sizeof(llama_grammar_element) == sizeof(struct lm_grammar_element
 
 #define ARR(c) ((struct lm_token_data_array *)(c))
 
+/* Run the statement `call` (a sampler step) and add its time to ctx's
+ * sampling time, counting no sample. */
+#define TIMED(ctx, call)                   \
+    do {                                   \
+        const int64_t t0_ = lm_time_us();  \
+        call;                              \
+        lm_api_sample_time((ctx), t0_, 0); \
+    } while (0)
+
+/* The end of a token draw started at t0: log a failed draw (no candidates),
+ * count one sample and its time, and return tok (-1 on failure). */
+static llama_token picked(struct llama_context *ctx, int64_t t0, lm_status st, int32_t tok, const char *fn)
+{
+    if (st)
+        LM_LOG_ERR("%s: no candidates\n", fn);
+    lm_api_sample_time(ctx, t0, 1);
+    return tok;
+}
+
 void llama_set_rng_seed(struct llama_context *ctx, uint32_t seed) { lm_rng_seed(&ctx->rng, lm_rng_resolve_seed(seed)); }
 
 void llama_sample_repetition_penalties(struct llama_context *ctx, llama_token_data_array *candidates,
                                        const llama_token *last_tokens, size_t penalty_last_n, float penalty_repeat,
                                        float penalty_freq, float penalty_present)
 {
-    int64_t t0 = lm_time_us();
-    lm_sample_repetition_penalties(ARR(candidates), last_tokens, penalty_last_n, penalty_repeat, penalty_freq,
-                                   penalty_present);
-    lm_api_sample_time(ctx, t0, 0);
+    TIMED(ctx, lm_sample_repetition_penalties(ARR(candidates), last_tokens, penalty_last_n, penalty_repeat,
+                                              penalty_freq, penalty_present));
 }
 
 void llama_sample_apply_guidance(struct llama_context *ctx, float *logits, float *logits_guidance, float scale)
 {
-    int64_t t0 = lm_time_us();
-    lm_sample_apply_guidance(logits, logits_guidance, (size_t)llama_n_vocab(ctx->model), scale);
-    lm_api_sample_time(ctx, t0, 0);
+    TIMED(ctx, lm_sample_apply_guidance(logits, logits_guidance, (size_t)llama_n_vocab(ctx->model), scale));
 }
 
 void llama_sample_classifier_free_guidance(struct llama_context *ctx, llama_token_data_array *candidates,
@@ -48,59 +63,43 @@ void llama_sample_classifier_free_guidance(struct llama_context *ctx, llama_toke
 
 void llama_sample_softmax(struct llama_context *ctx, llama_token_data_array *candidates)
 {
-    int64_t t0 = lm_time_us();
-    lm_sample_softmax(ARR(candidates));
-    lm_api_sample_time(ctx, t0, 0);
+    TIMED(ctx, lm_sample_softmax(ARR(candidates)));
 }
 
 void llama_sample_top_k(struct llama_context *ctx, llama_token_data_array *candidates, int32_t k, size_t min_keep)
 {
-    int64_t t0 = lm_time_us();
-    lm_sample_top_k(ARR(candidates), k, min_keep);
-    lm_api_sample_time(ctx, t0, 0);
+    TIMED(ctx, lm_sample_top_k(ARR(candidates), k, min_keep));
 }
 
 void llama_sample_top_p(struct llama_context *ctx, llama_token_data_array *candidates, float p, size_t min_keep)
 {
-    int64_t t0 = lm_time_us();
-    lm_sample_top_p(ARR(candidates), p, min_keep);
-    lm_api_sample_time(ctx, t0, 0);
+    TIMED(ctx, lm_sample_top_p(ARR(candidates), p, min_keep));
 }
 
 void llama_sample_min_p(struct llama_context *ctx, llama_token_data_array *candidates, float p, size_t min_keep)
 {
-    int64_t t0 = lm_time_us();
-    lm_sample_min_p(ARR(candidates), p, min_keep);
-    lm_api_sample_time(ctx, t0, 0);
+    TIMED(ctx, lm_sample_min_p(ARR(candidates), p, min_keep));
 }
 
 void llama_sample_tail_free(struct llama_context *ctx, llama_token_data_array *candidates, float z, size_t min_keep)
 {
-    int64_t t0 = lm_time_us();
-    lm_sample_tail_free(ARR(candidates), z, min_keep);
-    lm_api_sample_time(ctx, t0, 0);
+    TIMED(ctx, lm_sample_tail_free(ARR(candidates), z, min_keep));
 }
 
 void llama_sample_typical(struct llama_context *ctx, llama_token_data_array *candidates, float p, size_t min_keep)
 {
-    int64_t t0 = lm_time_us();
-    lm_sample_typical(ARR(candidates), p, min_keep);
-    lm_api_sample_time(ctx, t0, 0);
+    TIMED(ctx, lm_sample_typical(ARR(candidates), p, min_keep));
 }
 
 void llama_sample_entropy(struct llama_context *ctx, llama_token_data_array *candidates_p, float min_temp,
                           float max_temp, float exponent_val)
 {
-    int64_t t0 = lm_time_us();
-    lm_sample_entropy(ARR(candidates_p), min_temp, max_temp, exponent_val);
-    lm_api_sample_time(ctx, t0, 0);
+    TIMED(ctx, lm_sample_entropy(ARR(candidates_p), min_temp, max_temp, exponent_val));
 }
 
 void llama_sample_temp(struct llama_context *ctx, llama_token_data_array *candidates, float temp)
 {
-    int64_t t0 = lm_time_us();
-    lm_sample_temp(ARR(candidates), temp);
-    lm_api_sample_time(ctx, t0, 0);
+    TIMED(ctx, lm_sample_temp(ARR(candidates), temp));
 }
 
 void llama_sample_temperature(struct llama_context *ctx, llama_token_data_array *candidates, float temp)
@@ -111,43 +110,36 @@ void llama_sample_temperature(struct llama_context *ctx, llama_token_data_array 
 llama_token llama_sample_token_mirostat(struct llama_context *ctx, llama_token_data_array *candidates, float tau,
                                         float eta, int32_t m, float *mu)
 {
-    int64_t t0 = lm_time_us();
+    const int64_t t0 = lm_time_us();
     int32_t tok = -1;
-    if (lm_sample_mirostat(ARR(candidates), &ctx->rng, tau, eta, m, llama_n_vocab(ctx->model), mu, &tok))
-        LM_LOG_ERR("llama_sample_token_mirostat: no candidates\n");
-    lm_api_sample_time(ctx, t0, 1);
-    return tok;
+    const lm_status st =
+        lm_sample_mirostat(ARR(candidates), &ctx->rng, tau, eta, m, llama_n_vocab(ctx->model), mu, &tok);
+    return picked(ctx, t0, st, tok, "llama_sample_token_mirostat");
 }
 
 llama_token llama_sample_token_mirostat_v2(struct llama_context *ctx, llama_token_data_array *candidates, float tau,
                                            float eta, float *mu)
 {
-    int64_t t0 = lm_time_us();
+    const int64_t t0 = lm_time_us();
     int32_t tok = -1;
-    if (lm_sample_mirostat_v2(ARR(candidates), &ctx->rng, tau, eta, mu, &tok))
-        LM_LOG_ERR("llama_sample_token_mirostat_v2: no candidates\n");
-    lm_api_sample_time(ctx, t0, 1);
-    return tok;
+    const lm_status st = lm_sample_mirostat_v2(ARR(candidates), &ctx->rng, tau, eta, mu, &tok);
+    return picked(ctx, t0, st, tok, "llama_sample_token_mirostat_v2");
 }
 
 llama_token llama_sample_token_greedy(struct llama_context *ctx, llama_token_data_array *candidates)
 {
-    int64_t t0 = lm_time_us();
+    const int64_t t0 = lm_time_us();
     int32_t tok = -1;
-    if (lm_sample_greedy(ARR(candidates), &tok))
-        LM_LOG_ERR("llama_sample_token_greedy: no candidates\n");
-    lm_api_sample_time(ctx, t0, 1);
-    return tok;
+    const lm_status st = lm_sample_greedy(ARR(candidates), &tok);
+    return picked(ctx, t0, st, tok, "llama_sample_token_greedy");
 }
 
 llama_token llama_sample_token(struct llama_context *ctx, llama_token_data_array *candidates)
 {
-    int64_t t0 = lm_time_us();
+    const int64_t t0 = lm_time_us();
     int32_t tok = -1;
-    if (lm_sample_token(ARR(candidates), &ctx->rng, &tok))
-        LM_LOG_ERR("llama_sample_token: no candidates\n");
-    lm_api_sample_time(ctx, t0, 1);
-    return tok;
+    const lm_status st = lm_sample_token(ARR(candidates), &ctx->rng, &tok);
+    return picked(ctx, t0, st, tok, "llama_sample_token");
 }
 
 /* ---- grammars ---- */

@@ -45,13 +45,9 @@ static void rms_norm_mul(const struct lm_cpu_params *p, struct lm_tensor *norm, 
     const int64_t n = x->ne[0];
     const float *wv = w->data;
     const bool keep = norm->data != mul->data;
-    int64_t r0, r1;
-    lm_cpu_split(lm_nrows(x), p->ith, p->nth, &r0, &r1);
-    for (int64_t r = r0; r < r1; r++) {
-        int64_t i1, i2, i3;
-        lm_cpu_row_index(x, r, &i1, &i2, &i3);
-        const float *xr = lm_cpu_elem(x, 0, i1, i2, i3);
-        float *nr = lm_cpu_elem(norm, 0, i1, i2, i3), *yr = lm_cpu_elem(mul, 0, i1, i2, i3);
+    for (struct lm_cpu_rows it = lm_cpu_rows(p, x); lm_cpu_rows_next(&it);) {
+        const float *xr = lm_cpu_row(x, &it);
+        float *nr = lm_cpu_row(norm, &it), *yr = lm_cpu_row(mul, &it);
         const float scale = lm_cpu_rms_scale(n, eps, xr);
         for (int64_t i = 0; i < n; i++) {
             const float v = xr[i] * scale;
@@ -68,13 +64,9 @@ static void silu_mul(const struct lm_cpu_params *p, struct lm_tensor *silu, stru
     const struct lm_tensor *g = silu->src[0], *u = mul->src[1];
     const int64_t n = g->ne[0];
     const bool keep = silu->data != mul->data;
-    int64_t r0, r1;
-    lm_cpu_split(lm_nrows(mul), p->ith, p->nth, &r0, &r1);
-    for (int64_t r = r0; r < r1; r++) {
-        int64_t i1, i2, i3;
-        lm_cpu_row_index(mul, r, &i1, &i2, &i3);
-        const float *gr = lm_cpu_elem(g, 0, i1, i2, i3), *ur = lm_cpu_elem(u, 0, i1, i2, i3);
-        float *sr = lm_cpu_elem(silu, 0, i1, i2, i3), *yr = lm_cpu_elem(mul, 0, i1, i2, i3);
+    for (struct lm_cpu_rows it = lm_cpu_rows(p, mul); lm_cpu_rows_next(&it);) {
+        const float *gr = lm_cpu_row(g, &it), *ur = lm_cpu_row(u, &it);
+        float *sr = lm_cpu_row(silu, &it), *yr = lm_cpu_row(mul, &it);
         for (int64_t i = 0; i < n; i++) {
             const float s = lm_cpu_silu(gr[i]);
             if (keep)

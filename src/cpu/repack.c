@@ -12,6 +12,14 @@
 static const struct lm_repack_desc descs[] = {
     {LM_TYPE_Q4_0, LM_QK, lm_pack_q4_0x8, lm_unpack_q4_0x8},
     {LM_TYPE_Q8_0, LM_QK, lm_pack_q8_0x8, lm_unpack_q8_0x8},
+    {LM_TYPE_F16, LM_REPACK_FK, lm_pack_f16x8, lm_unpack_f16x8},
+    {LM_TYPE_BF16, LM_REPACK_BFK, lm_pack_bf16x8, lm_unpack_bf16x8},
+    {LM_TYPE_F32, LM_REPACK_FK, lm_pack_f32x8, lm_unpack_f32x8},
+    {LM_TYPE_Q2_K, LM_QK_K, lm_pack_q2_Kx8, lm_unpack_q2_Kx8},
+    {LM_TYPE_Q3_K, LM_QK_K, lm_pack_q3_Kx8, lm_unpack_q3_Kx8},
+    {LM_TYPE_Q4_K, LM_QK_K, lm_pack_q4_Kx8, lm_unpack_q4_Kx8},
+    {LM_TYPE_Q5_K, LM_QK_K, lm_pack_q5_Kx8, lm_unpack_q5_Kx8},
+    {LM_TYPE_Q6_K, LM_QK_K, lm_pack_q6_Kx8, lm_unpack_q6_Kx8},
 };
 
 const struct lm_repack_desc *lm_repack_desc(enum lm_type type)

@@ -131,58 +131,68 @@ static bool int_value(const struct gguf_kv *kv, bool *neg, int64_t *s, uint64_t 
     }
 }
 
-lm_status lm_gguf_get_u8(const struct lm_gguf *g, int64_t i, uint8_t *out)
+/* The kv at i when out is non-NULL and the value has type `type`; else NULL
+ * with *st = LM_ERR_INVALID_ARG (bad index or out) or LM_ERR_CORRUPT (type). */
+static const struct gguf_kv *kv_typed(const struct lm_gguf *g, int64_t i, const void *out, enum lm_gguf_type type,
+                                      lm_status *st)
 {
     const struct gguf_kv *kv = kv_at(g, i);
+    *st = !kv || !out ? LM_ERR_INVALID_ARG : kv->type != type ? LM_ERR_CORRUPT : LM_OK;
+    return *st == LM_OK ? kv : NULL;
+}
+
+/* The integer value at i (any integer type) if it lies in [min, max]; else
+ * LM_ERR_INVALID_ARG (bad index or out) or LM_ERR_CORRUPT (type or range). */
+static lm_status kv_int_in(const struct lm_gguf *g, int64_t i, const void *out, int64_t min, uint64_t max, int64_t *v)
+{
+    const struct gguf_kv *kv = kv_at(g, i);
+    bool neg;
+    int64_t s = 0;
+    uint64_t u = 0;
     if (!kv || !out)
         return LM_ERR_INVALID_ARG;
-    if (kv->type != LM_GGUF_UINT8)
+    if (!int_value(kv, &neg, &s, &u))
         return LM_ERR_CORRUPT;
-    *out = kv->sc[0];
+    if (neg ? s < min : u > max)
+        return LM_ERR_CORRUPT;
+    *v = neg ? s : (int64_t)u;
     return LM_OK;
+}
+
+lm_status lm_gguf_get_u8(const struct lm_gguf *g, int64_t i, uint8_t *out)
+{
+    lm_status st;
+    const struct gguf_kv *kv = kv_typed(g, i, out, LM_GGUF_UINT8, &st);
+    if (kv)
+        *out = kv->sc[0];
+    return st;
 }
 
 lm_status lm_gguf_get_i32(const struct lm_gguf *g, int64_t i, int32_t *out)
 {
-    const struct gguf_kv *kv = kv_at(g, i);
-    bool neg;
-    int64_t s = 0;
-    uint64_t u = 0;
-    if (!kv || !out)
-        return LM_ERR_INVALID_ARG;
-    if (!int_value(kv, &neg, &s, &u))
-        return LM_ERR_CORRUPT;
-    if (neg ? s < INT32_MIN : u > INT32_MAX)
-        return LM_ERR_CORRUPT;
-    *out = neg ? (int32_t)s : (int32_t)u;
-    return LM_OK;
+    int64_t v = 0;
+    lm_status st = kv_int_in(g, i, out, INT32_MIN, INT32_MAX, &v);
+    if (st == LM_OK)
+        *out = (int32_t)v;
+    return st;
 }
 
 lm_status lm_gguf_get_u32(const struct lm_gguf *g, int64_t i, uint32_t *out)
 {
-    const struct gguf_kv *kv = kv_at(g, i);
-    bool neg;
-    int64_t s = 0;
-    uint64_t u = 0;
-    if (!kv || !out)
-        return LM_ERR_INVALID_ARG;
-    if (!int_value(kv, &neg, &s, &u))
-        return LM_ERR_CORRUPT;
-    if (neg || u > UINT32_MAX)
-        return LM_ERR_CORRUPT;
-    *out = (uint32_t)u;
-    return LM_OK;
+    int64_t v = 0;
+    lm_status st = kv_int_in(g, i, out, 0, UINT32_MAX, &v);
+    if (st == LM_OK)
+        *out = (uint32_t)v;
+    return st;
 }
 
 lm_status lm_gguf_get_u64(const struct lm_gguf *g, int64_t i, uint64_t *out)
 {
-    const struct gguf_kv *kv = kv_at(g, i);
-    if (!kv || !out)
-        return LM_ERR_INVALID_ARG;
-    if (kv->type != LM_GGUF_UINT64)
-        return LM_ERR_CORRUPT;
-    *out = le_bytes(kv->sc, 8);
-    return LM_OK;
+    lm_status st;
+    const struct gguf_kv *kv = kv_typed(g, i, out, LM_GGUF_UINT64, &st);
+    if (kv)
+        *out = le_bytes(kv->sc, 8);
+    return st;
 }
 
 static float f32_of(const uint8_t *b)
@@ -217,56 +227,50 @@ lm_status lm_gguf_get_f32(const struct lm_gguf *g, int64_t i, float *out)
 
 lm_status lm_gguf_get_bool(const struct lm_gguf *g, int64_t i, bool *out)
 {
-    const struct gguf_kv *kv = kv_at(g, i);
-    if (!kv || !out)
-        return LM_ERR_INVALID_ARG;
-    if (kv->type != LM_GGUF_BOOL)
-        return LM_ERR_CORRUPT;
-    *out = kv->sc[0] != 0;
-    return LM_OK;
+    lm_status st;
+    const struct gguf_kv *kv = kv_typed(g, i, out, LM_GGUF_BOOL, &st);
+    if (kv)
+        *out = kv->sc[0] != 0;
+    return st;
 }
 
 lm_status lm_gguf_get_str(const struct lm_gguf *g, int64_t i, const char **out, size_t *len)
 {
-    const struct gguf_kv *kv = kv_at(g, i);
-    if (!kv || !out)
-        return LM_ERR_INVALID_ARG;
-    if (kv->type != LM_GGUF_STRING)
-        return LM_ERR_CORRUPT;
-    *out = kv->str;
-    if (len)
-        *len = kv->str_len;
-    return LM_OK;
+    lm_status st;
+    const struct gguf_kv *kv = kv_typed(g, i, out, LM_GGUF_STRING, &st);
+    if (kv) {
+        *out = kv->str;
+        if (len)
+            *len = kv->str_len;
+    }
+    return st;
 }
 
 lm_status lm_gguf_get_arr_type(const struct lm_gguf *g, int64_t i, enum lm_gguf_type *out)
 {
-    const struct gguf_kv *kv = kv_at(g, i);
-    if (!kv || !out)
-        return LM_ERR_INVALID_ARG;
-    if (kv->type != LM_GGUF_ARRAY)
-        return LM_ERR_CORRUPT;
-    *out = kv->arr_type;
-    return LM_OK;
+    lm_status st;
+    const struct gguf_kv *kv = kv_typed(g, i, out, LM_GGUF_ARRAY, &st);
+    if (kv)
+        *out = kv->arr_type;
+    return st;
 }
 
 lm_status lm_gguf_get_arr_n(const struct lm_gguf *g, int64_t i, uint64_t *out)
 {
-    const struct gguf_kv *kv = kv_at(g, i);
-    if (!kv || !out)
-        return LM_ERR_INVALID_ARG;
-    if (kv->type != LM_GGUF_ARRAY)
-        return LM_ERR_CORRUPT;
-    *out = kv->arr_n;
-    return LM_OK;
+    lm_status st;
+    const struct gguf_kv *kv = kv_typed(g, i, out, LM_GGUF_ARRAY, &st);
+    if (kv)
+        *out = kv->arr_n;
+    return st;
 }
 
 lm_status lm_gguf_get_arr_data(const struct lm_gguf *g, int64_t i, const void **out)
 {
-    const struct gguf_kv *kv = kv_at(g, i);
-    if (!kv || !out)
-        return LM_ERR_INVALID_ARG;
-    if (kv->type != LM_GGUF_ARRAY || kv->arr_type == LM_GGUF_STRING)
+    lm_status st;
+    const struct gguf_kv *kv = kv_typed(g, i, out, LM_GGUF_ARRAY, &st);
+    if (!kv)
+        return st;
+    if (kv->arr_type == LM_GGUF_STRING)
         return LM_ERR_CORRUPT;
     *out = kv->arr_data;
     return LM_OK;
@@ -274,10 +278,11 @@ lm_status lm_gguf_get_arr_data(const struct lm_gguf *g, int64_t i, const void **
 
 lm_status lm_gguf_get_arr_str(const struct lm_gguf *g, int64_t i, uint64_t j, const char **out, size_t *len)
 {
-    const struct gguf_kv *kv = kv_at(g, i);
-    if (!kv || !out)
-        return LM_ERR_INVALID_ARG;
-    if (kv->type != LM_GGUF_ARRAY || kv->arr_type != LM_GGUF_STRING)
+    lm_status st;
+    const struct gguf_kv *kv = kv_typed(g, i, out, LM_GGUF_ARRAY, &st);
+    if (!kv)
+        return st;
+    if (kv->arr_type != LM_GGUF_STRING)
         return LM_ERR_CORRUPT;
     if (j >= kv->arr_n)
         return LM_ERR_INVALID_ARG;

@@ -74,11 +74,17 @@ static void put(struct bytes *b, const void *src, size_t n)
     b->n += n;
 }
 
+/* The low n bytes of v, little-endian, into t[n] (n <= 8). */
+static void le_store(uint8_t *t, uint64_t v, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        t[k] = (uint8_t)(v >> (8 * k));
+}
+
 static void put_le(struct bytes *b, uint64_t v, size_t n)
 {
     uint8_t t[8];
-    for (size_t k = 0; k < n; k++)
-        t[k] = (uint8_t)(v >> (8 * k));
+    le_store(t, v, n);
     put(b, t, n);
 }
 
@@ -369,8 +375,7 @@ static void emit(struct out *o, const void *p, size_t n)
 static void emit_le(struct out *o, uint64_t v, size_t n)
 {
     uint8_t t[8];
-    for (size_t k = 0; k < n; k++)
-        t[k] = (uint8_t)(v >> (8 * k));
+    le_store(t, v, n);
     emit(o, t, n);
 }
 

@@ -176,6 +176,12 @@ void lm_kv_seq_keep(struct lm_kv_cache *kv, int32_t seq)
         kv->head = new_head;
 }
 
+/* Whether cell c belongs to sequence bit b and its position is in [p0, p1). */
+static bool cell_in(const struct lm_kv_cell *c, uint64_t b, int32_t p0, int32_t p1)
+{
+    return (c->seq & b) && c->pos >= p0 && c->pos < p1;
+}
+
 void lm_kv_seq_shift(struct lm_kv_cache *kv, int32_t seq, int32_t p0, int32_t p1, int32_t delta)
 {
     fix_range(&p0, &p1);
@@ -185,7 +191,7 @@ void lm_kv_seq_shift(struct lm_kv_cache *kv, int32_t seq, int32_t p0, int32_t p1
         return;
     for (uint32_t i = 0; i < kv->size; i++) {
         struct lm_kv_cell *c = &kv->cells[i];
-        if (!(c->seq & b) || c->pos < p0 || c->pos >= p1)
+        if (!cell_in(c, b, p0, p1))
             continue;
         kv->has_shift = true;
         c->pos += delta;
@@ -209,7 +215,7 @@ void lm_kv_seq_div(struct lm_kv_cache *kv, int32_t seq, int32_t p0, int32_t p1, 
         return;
     for (uint32_t i = 0; i < kv->size; i++) {
         struct lm_kv_cell *c = &kv->cells[i];
-        if (!(c->seq & b) || c->pos < p0 || c->pos >= p1)
+        if (!cell_in(c, b, p0, p1))
             continue;
         kv->has_shift = true;
         int32_t p_old = c->pos;

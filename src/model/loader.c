@@ -82,58 +82,68 @@ static lm_status missing_or_ok(struct lm_loader *ld, const char *key, bool requi
     return LM_OK;
 }
 
-lm_status lm_ld_u32(struct lm_loader *ld, const char *fmt, uint32_t *out, bool required)
+/* An override's value into out (a uint32_t, float or bool, by tag); false
+ * when the override has another tag or does not fit. */
+static bool override_value(const struct lm_kv_override *o, enum lm_kv_override_type tag, void *out)
 {
+    if (o->tag != tag)
+        return false;
+    switch (tag) {
+    case LM_KV_OVERRIDE_INT:
+        if (o->int_value < 0 || o->int_value > UINT32_MAX)
+            return false;
+        *(uint32_t *)out = (uint32_t)o->int_value;
+        return true;
+    case LM_KV_OVERRIDE_FLOAT:
+        *(float *)out = (float)o->float_value;
+        return true;
+    default:
+        *(bool *)out = o->bool_value;
+        return true;
+    }
+}
+
+/* The typed key getters: the override of the key if there is one, else the
+ * file's value, as a uint32_t (tag INT), float (FLOAT) or bool (BOOL). */
+static lm_status typed_key(struct lm_loader *ld, const char *fmt, enum lm_kv_override_type tag, void *out,
+                           bool required)
+{
+    static const char *const what[] = {
+        [LM_KV_OVERRIDE_INT] = "an unsigned 32-bit integer",
+        [LM_KV_OVERRIDE_FLOAT] = "a float",
+        [LM_KV_OVERRIDE_BOOL] = "a bool",
+    };
     char key[160];
     int64_t i = find_key(ld, fmt, key, sizeof key);
     const struct lm_kv_override *o = find_override(ld, key);
     if (o) {
-        if (o->tag != LM_KV_OVERRIDE_INT || o->int_value < 0 || o->int_value > UINT32_MAX)
-            return lm_ld_fail(ld, LM_ERR_INVALID_ARG, "override %s: expected an unsigned 32-bit integer", key);
-        *out = (uint32_t)o->int_value;
+        if (!override_value(o, tag, out))
+            return lm_ld_fail(ld, LM_ERR_INVALID_ARG, "override %s: expected %s", key, what[tag]);
         return LM_OK;
     }
     if (i < 0)
         return missing_or_ok(ld, key, required);
-    if (lm_gguf_get_u32(ld->g, i, out))
-        return lm_ld_fail(ld, LM_ERR_CORRUPT, "key %s: expected an unsigned 32-bit integer", key);
+    lm_status st = tag == LM_KV_OVERRIDE_INT     ? lm_gguf_get_u32(ld->g, i, out)
+                   : tag == LM_KV_OVERRIDE_FLOAT ? lm_gguf_get_f32(ld->g, i, out)
+                                                 : lm_gguf_get_bool(ld->g, i, out);
+    if (st)
+        return lm_ld_fail(ld, LM_ERR_CORRUPT, "key %s: expected %s", key, what[tag]);
     return LM_OK;
+}
+
+lm_status lm_ld_u32(struct lm_loader *ld, const char *fmt, uint32_t *out, bool required)
+{
+    return typed_key(ld, fmt, LM_KV_OVERRIDE_INT, out, required);
 }
 
 lm_status lm_ld_f32(struct lm_loader *ld, const char *fmt, float *out, bool required)
 {
-    char key[160];
-    int64_t i = find_key(ld, fmt, key, sizeof key);
-    const struct lm_kv_override *o = find_override(ld, key);
-    if (o) {
-        if (o->tag != LM_KV_OVERRIDE_FLOAT)
-            return lm_ld_fail(ld, LM_ERR_INVALID_ARG, "override %s: expected a float", key);
-        *out = (float)o->float_value;
-        return LM_OK;
-    }
-    if (i < 0)
-        return missing_or_ok(ld, key, required);
-    if (lm_gguf_get_f32(ld->g, i, out))
-        return lm_ld_fail(ld, LM_ERR_CORRUPT, "key %s: expected a float", key);
-    return LM_OK;
+    return typed_key(ld, fmt, LM_KV_OVERRIDE_FLOAT, out, required);
 }
 
 lm_status lm_ld_bool(struct lm_loader *ld, const char *fmt, bool *out, bool required)
 {
-    char key[160];
-    int64_t i = find_key(ld, fmt, key, sizeof key);
-    const struct lm_kv_override *o = find_override(ld, key);
-    if (o) {
-        if (o->tag != LM_KV_OVERRIDE_BOOL)
-            return lm_ld_fail(ld, LM_ERR_INVALID_ARG, "override %s: expected a bool", key);
-        *out = o->bool_value;
-        return LM_OK;
-    }
-    if (i < 0)
-        return missing_or_ok(ld, key, required);
-    if (lm_gguf_get_bool(ld->g, i, out))
-        return lm_ld_fail(ld, LM_ERR_CORRUPT, "key %s: expected a bool", key);
-    return LM_OK;
+    return typed_key(ld, fmt, LM_KV_OVERRIDE_BOOL, out, required);
 }
 
 lm_status lm_ld_str(struct lm_loader *ld, const char *fmt, char *buf, size_t size, bool required)

@@ -10,6 +10,7 @@
 #ifndef LM_QUANT_INTERNAL_H
 #define LM_QUANT_INTERNAL_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -56,6 +57,24 @@ static inline int8_t lm_quant_wrap_i8(int32_t v)
 {
     int32_t b = v & 0xff;
     return (int8_t)(b >= 128 ? b - 256 : b);
+}
+
+/* The element of x[0..n) with the largest magnitude (the first one on ties;
+ * NaN never wins; 0 when all are 0 or NaN); *amax (if not NULL) gets that
+ * magnitude. */
+static inline float lm_quant_signed_absmax(int n, const float *x, float *amax)
+{
+    float a = 0.0f, max = 0.0f;
+    for (int i = 0; i < n; i++) {
+        const float ax = fabsf(x[i]);
+        if (ax > a) {
+            a = ax;
+            max = x[i];
+        }
+    }
+    if (amax)
+        *amax = a;
+    return max;
 }
 
 /* ---- scale searches (search.c); names follow the ggml functions they mirror ---- */

@@ -48,19 +48,6 @@ void lm_quant_bf16_from_float(const float *x, void *vy, int64_t n)
 
 /* ---- shared pieces of the 32-element types ---- */
 
-/* The element of largest magnitude (first one on ties; NaN never wins). */
-static float signed_absmax(const float *x)
-{
-    float amax = 0.0f, max = 0.0f;
-    for (int j = 0; j < LM_QK; j++) {
-        if (amax < fabsf(x[j])) {
-            amax = fabsf(x[j]);
-            max = x[j];
-        }
-    }
-    return max;
-}
-
 static void min_max(const float *x, float *min_out, float *max_out)
 {
     float min = FLT_MAX, max = -FLT_MAX;
@@ -107,10 +94,38 @@ static float row_sigma2(const float *x, int64_t n)
     return sum_x2 / n;
 }
 
-static void imat_weights(const float *xb, const float *qw, float sigma2, float *w)
+/* The imatrix encoders' row loop (ggml's quantize_row_*_impl): per 32-block,
+ * weights w = qw * sqrt(sigma^2 + x^2), then enc fills block ib from xb, w. */
+typedef void (*imat_block_fn)(void *block, const float *xb, const float *w);
+
+static void imat_row(const float *x, void *vy, size_t block_size, int64_t n_per_row, const float *qw,
+                     imat_block_fn enc)
 {
-    for (int j = 0; j < LM_QK; ++j)
-        w[j] = qw[j] * sqrtf(sigma2 + xb[j] * xb[j]);
+    float w[LM_QK];
+    const float sigma2 = row_sigma2(x, n_per_row);
+    for (int64_t ib = 0; ib < n_per_row / LM_QK; ++ib) {
+        const float *xb = x + LM_QK * ib, *qb = qw + LM_QK * ib;
+        for (int j = 0; j < LM_QK; ++j)
+            w[j] = qb[j] * sqrtf(sigma2 + xb[j] * xb[j]);
+        enc((char *)vy + (size_t)ib * block_size, xb, w);
+    }
+}
+
+/* Pack 32 four-bit codes: qs[j] = L[j] | L[j + 16] << 4. */
+static void pack_4bit(const uint8_t *L, uint8_t *qs)
+{
+    for (int j = 0; j < LM_QK / 2; ++j)
+        qs[j] = (uint8_t)(L[j] | (L[j + 16] << 4));
+}
+
+/* The (scale, min) fit of the Q4_1 / Q5_1 imatrix encoders: codes 0..nmax in L. */
+static void imat_fit_min(int nmax, const float *xb, const float *w, uint8_t *L, lm_fp16 *d, lm_fp16 *m)
+{
+    uint8_t Laux[LM_QK];
+    float min;
+    const float scale = lm_quant_make_qkx3(LM_QK, nmax, xb, w, L, &min, Laux, -0.9f, 0.05f, 36, false);
+    *d = lm_fp32_to_fp16(scale);
+    *m = lm_fp32_to_fp16(-min);
 }
 
 /* ---- Q4_0 ---- */
@@ -131,7 +146,7 @@ void lm_quant_q4_0_from_float(const float *x, void *vy, int64_t n)
 {
     struct lm_block_q4_0 *y = vy;
     for (int64_t i = 0; i < n / LM_QK; i++, x += LM_QK) {
-        const float d = signed_absmax(x) / -8;
+        const float d = lm_quant_signed_absmax(LM_QK, x, NULL) / -8;
         const float id = d ? 1.0f / d : 0.0f;
         y[i].d = lm_fp32_to_fp16(d);
         for (int j = 0; j < LM_QK / 2; ++j) {
@@ -142,20 +157,17 @@ void lm_quant_q4_0_from_float(const float *x, void *vy, int64_t n)
     }
 }
 
+static void q4_0_imat_block(void *vb, const float *xb, const float *w)
+{
+    struct lm_block_q4_0 *y = vb;
+    int8_t L[LM_QK];
+    y->d = lm_fp32_to_fp16(lm_quant_make_qx(LM_QK, 8, xb, L, 1, w));
+    pack_4bit((const uint8_t *)L, y->qs);
+}
+
 void lm_quant_q4_0_imat(const float *x, void *vy, int64_t n_per_row, const float *qw)
 {
-    struct lm_block_q4_0 *y = vy;
-    float w[LM_QK];
-    int8_t L[LM_QK];
-    const float sigma2 = row_sigma2(x, n_per_row);
-    for (int64_t ib = 0; ib < n_per_row / LM_QK; ++ib) {
-        const float *xb = x + LM_QK * ib;
-        imat_weights(xb, qw + LM_QK * ib, sigma2, w);
-        float d = lm_quant_make_qx(LM_QK, 8, xb, L, 1, w);
-        y[ib].d = lm_fp32_to_fp16(d);
-        for (int j = 0; j < 16; ++j)
-            y[ib].qs[j] = (uint8_t)(L[j] | (L[j + 16] << 4));
-    }
+    imat_row(x, vy, sizeof(struct lm_block_q4_0), n_per_row, qw, q4_0_imat_block);
 }
 
 /* ---- Q4_1 ---- */
@@ -191,22 +203,17 @@ void lm_quant_q4_1_from_float(const float *x, void *vy, int64_t n)
     }
 }
 
+static void q4_1_imat_block(void *vb, const float *xb, const float *w)
+{
+    struct lm_block_q4_1 *y = vb;
+    uint8_t L[LM_QK];
+    imat_fit_min(15, xb, w, L, &y->d, &y->m);
+    pack_4bit(L, y->qs);
+}
+
 void lm_quant_q4_1_imat(const float *x, void *vy, int64_t n_per_row, const float *qw)
 {
-    struct lm_block_q4_1 *y = vy;
-    float w[LM_QK];
-    uint8_t L[LM_QK], Laux[LM_QK];
-    const float sigma2 = row_sigma2(x, n_per_row);
-    for (int64_t ib = 0; ib < n_per_row / LM_QK; ++ib) {
-        const float *xb = x + LM_QK * ib;
-        imat_weights(xb, qw + LM_QK * ib, sigma2, w);
-        float min;
-        float d = lm_quant_make_qkx3(LM_QK, 15, xb, w, L, &min, Laux, -0.9f, 0.05f, 36, false);
-        y[ib].d = lm_fp32_to_fp16(d);
-        y[ib].m = lm_fp32_to_fp16(-min);
-        for (int j = 0; j < 16; ++j)
-            y[ib].qs[j] = (uint8_t)(L[j] | (L[j + 16] << 4));
-    }
+    imat_row(x, vy, sizeof(struct lm_block_q4_1), n_per_row, qw, q4_1_imat_block);
 }
 
 /* ---- Q5_0 ---- */
@@ -231,7 +238,7 @@ void lm_quant_q5_0_from_float(const float *x, void *vy, int64_t n)
     struct lm_block_q5_0 *y = vy;
     uint8_t L[LM_QK];
     for (int64_t i = 0; i < n / LM_QK; i++, x += LM_QK) {
-        const float d = signed_absmax(x) / -16;
+        const float d = lm_quant_signed_absmax(LM_QK, x, NULL) / -16;
         const float id = d ? 1.0f / d : 0.0f;
         y[i].d = lm_fp32_to_fp16(d);
         for (int j = 0; j < LM_QK; ++j)
@@ -240,19 +247,17 @@ void lm_quant_q5_0_from_float(const float *x, void *vy, int64_t n)
     }
 }
 
+static void q5_0_imat_block(void *vb, const float *xb, const float *w)
+{
+    struct lm_block_q5_0 *y = vb;
+    int8_t L[LM_QK];
+    y->d = lm_fp32_to_fp16(lm_quant_make_qx(LM_QK, 16, xb, L, 1, w));
+    pack_5bit((const uint8_t *)L, y->qs, y->qh);
+}
+
 void lm_quant_q5_0_imat(const float *x, void *vy, int64_t n_per_row, const float *qw)
 {
-    struct lm_block_q5_0 *y = vy;
-    float w[LM_QK];
-    int8_t L[LM_QK];
-    const float sigma2 = row_sigma2(x, n_per_row);
-    for (int64_t ib = 0; ib < n_per_row / LM_QK; ++ib) {
-        const float *xb = x + LM_QK * ib;
-        imat_weights(xb, qw + LM_QK * ib, sigma2, w);
-        float d = lm_quant_make_qx(LM_QK, 16, xb, L, 1, w);
-        y[ib].d = lm_fp32_to_fp16(d);
-        pack_5bit((const uint8_t *)L, y[ib].qs, y[ib].qh);
-    }
+    imat_row(x, vy, sizeof(struct lm_block_q5_0), n_per_row, qw, q5_0_imat_block);
 }
 
 /* ---- Q5_1 ---- */
@@ -290,77 +295,73 @@ void lm_quant_q5_1_from_float(const float *x, void *vy, int64_t n)
     }
 }
 
+static void q5_1_imat_block(void *vb, const float *xb, const float *w)
+{
+    struct lm_block_q5_1 *y = vb;
+    uint8_t L[LM_QK];
+    imat_fit_min(31, xb, w, L, &y->d, &y->m);
+    pack_5bit(L, y->qs, y->qh);
+}
+
 void lm_quant_q5_1_imat(const float *x, void *vy, int64_t n_per_row, const float *qw)
 {
-    struct lm_block_q5_1 *y = vy;
-    float w[LM_QK];
-    uint8_t L[LM_QK], Laux[LM_QK];
-    const float sigma2 = row_sigma2(x, n_per_row);
-    for (int64_t ib = 0; ib < n_per_row / LM_QK; ++ib) {
-        const float *xb = x + LM_QK * ib;
-        imat_weights(xb, qw + LM_QK * ib, sigma2, w);
-        float min;
-        float d = lm_quant_make_qkx3(LM_QK, 31, xb, w, L, &min, Laux, -0.9f, 0.05f, 36, false);
-        y[ib].d = lm_fp32_to_fp16(d);
-        y[ib].m = lm_fp32_to_fp16(-min);
-        pack_5bit(L, y[ib].qs, y[ib].qh);
-    }
+    imat_row(x, vy, sizeof(struct lm_block_q5_1), n_per_row, qw, q5_1_imat_block);
 }
 
 /* ---- Q8_0 / Q8_1 ---- */
 
-static float absmax(const float *x)
+/* y[0..32) = d * qs[j]: one Q8_0 / Q8_1 block. */
+static void q8_decode(lm_fp16 d16, const int8_t *qs, float *y)
+{
+    const float d = lm_fp16_to_fp32(d16);
+    for (int j = 0; j < LM_QK; ++j)
+        y[j] = qs[j] * d;
+}
+
+/* The codes of one Q8_0 / Q8_1 block: d = max|x| / 127 (ggml's MAX(amax, |v|),
+ * so a NaN propagates), qs = round(x / d) half away from zero. Returns d. */
+static float q8_encode(const float *x, int8_t *qs)
 {
     float amax = 0.0f;
     for (int j = 0; j < LM_QK; j++)
-        amax = amax > fabsf(x[j]) ? amax : fabsf(x[j]); /* ggml's MAX(amax, |v|) */
-    return amax;
+        amax = amax > fabsf(x[j]) ? amax : fabsf(x[j]);
+    const float d = amax / ((1 << 7) - 1);
+    const float id = d ? 1.0f / d : 0.0f;
+    for (int j = 0; j < LM_QK; ++j)
+        qs[j] = lm_quant_wrap_i8(lm_quant_trunc_i32(roundf(x[j] * id)));
+    return d;
 }
 
 void lm_quant_q8_0_to_float(const void *vx, float *y, int64_t n)
 {
     const struct lm_block_q8_0 *x = vx;
-    for (int64_t i = 0; i < n / LM_QK; i++, y += LM_QK) {
-        const float d = lm_fp16_to_fp32(x[i].d);
-        for (int j = 0; j < LM_QK; ++j)
-            y[j] = x[i].qs[j] * d;
-    }
+    for (int64_t i = 0; i < n / LM_QK; i++, y += LM_QK)
+        q8_decode(x[i].d, x[i].qs, y);
 }
 
 void lm_quant_q8_0_from_float(const float *x, void *vy, int64_t n)
 {
     struct lm_block_q8_0 *y = vy;
-    for (int64_t i = 0; i < n / LM_QK; i++, x += LM_QK) {
-        const float d = absmax(x) / ((1 << 7) - 1);
-        const float id = d ? 1.0f / d : 0.0f;
-        y[i].d = lm_fp32_to_fp16(d);
-        for (int j = 0; j < LM_QK; ++j) /* roundf: half away from zero */
-            y[i].qs[j] = lm_quant_wrap_i8(lm_quant_trunc_i32(roundf(x[j] * id)));
-    }
+    for (int64_t i = 0; i < n / LM_QK; i++, x += LM_QK)
+        y[i].d = lm_fp32_to_fp16(q8_encode(x, y[i].qs));
 }
 
 void lm_quant_q8_1_to_float(const void *vx, float *y, int64_t n)
 {
     const struct lm_block_q8_1 *x = vx;
-    for (int64_t i = 0; i < n / LM_QK; i++, y += LM_QK) {
-        const float d = lm_fp16_to_fp32(x[i].d);
-        for (int j = 0; j < LM_QK; ++j)
-            y[j] = x[i].qs[j] * d;
-    }
+    for (int64_t i = 0; i < n / LM_QK; i++, y += LM_QK)
+        q8_decode(x[i].d, x[i].qs, y);
 }
 
 void lm_quant_q8_1_from_float(const float *x, void *vy, int64_t n)
 {
     struct lm_block_q8_1 *y = vy;
     for (int64_t i = 0; i < n / LM_QK; i++, x += LM_QK) {
-        const float d = absmax(x) / ((1 << 7) - 1);
-        const float id = d ? 1.0f / d : 0.0f;
-        y[i].d = lm_fp32_to_fp16(d);
+        const float d = q8_encode(x, y[i].qs);
         int sum = 0;
-        for (int j = 0; j < LM_QK; ++j) {
-            y[i].qs[j] = lm_quant_wrap_i8(lm_quant_trunc_i32(roundf(x[j] * id)));
+        for (int j = 0; j < LM_QK; ++j)
             sum += y[i].qs[j];
-        }
+        y[i].d = lm_fp32_to_fp16(d);
         y[i].s = lm_fp32_to_fp16(sum * d);
     }
 }

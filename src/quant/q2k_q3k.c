@@ -196,14 +196,9 @@ void lm_quant_q3_K_from_float(const float *x, void *vy, int64_t n)
     int8_t L[LM_QK_K];
     float scales[LM_QK_K / 16];
     for (int64_t i = 0; i < n / LM_QK_K; i++, x += LM_QK_K) {
-        float max_scale = 0, amax = 0;
-        for (int j = 0; j < LM_QK_K / 16; ++j) {
+        for (int j = 0; j < LM_QK_K / 16; ++j)
             scales[j] = lm_quant_make_q3(16, 4, x + 16 * j, L + 16 * j, true);
-            if (fabsf(scales[j]) > amax) {
-                amax = fabsf(scales[j]);
-                max_scale = scales[j];
-            }
-        }
+        const float max_scale = lm_quant_signed_absmax(LM_QK_K / 16, scales, NULL);
         memset(y[i].scales, 0, 12);
         if (max_scale) {
             float iscale = -32.f / max_scale;

@@ -94,6 +94,39 @@ static void k4_imat_fit(const float *x, const float *qw, int nmax, uint8_t *L, f
     }
 }
 
+/* The reference sub-block fits (ggml's quantize_row_q{4,5}_K_ref): weights
+ * k4_ref_weights, make_qkx2 with the type's search range. */
+static void k4_ref_fit(const float *x, int nmax, float rmin, int nstep, uint8_t *L, float *scales, float *mins)
+{
+    float w[32];
+    uint8_t Laux[32];
+    for (int j = 0; j < LM_QK_K / 32; ++j) {
+        k4_ref_weights(x + 32 * j, w);
+        scales[j] = lm_quant_make_qkx2(32, nmax, x + 32 * j, w, L + 32 * j, &mins[j], Laux, rmin, 0.1f, nstep, false);
+    }
+}
+
+/* After the fits: the packed scales, d and dmin of the block, and the final
+ * codes L[256] (0..nmax) under them. */
+static void k4_finish(const float *x, const float *scales, const float *mins, int nmax, uint8_t *s, lm_fp16 *d,
+                      lm_fp16 *dmin, uint8_t *L)
+{
+    k4_pack_scales(scales, mins, s, d, dmin);
+    k4_requantize(x, s, *d, *dmin, nmax, L);
+}
+
+/* d * sc and dmin * m of sub-blocks is and is + 1 (the decoders' pairs). */
+static void k4_pair(const uint8_t *scales, int is, float d, float min, float *d1, float *m1, float *d2, float *m2)
+{
+    uint8_t sc, m;
+    lm_quant_scale_min_k4(is, scales, &sc, &m);
+    *d1 = d * sc;
+    *m1 = min * m;
+    lm_quant_scale_min_k4(is + 1, scales, &sc, &m);
+    *d2 = d * sc;
+    *m2 = min * m;
+}
+
 /* ---- Q4_K ---- */
 
 void lm_quant_q4_K_to_float(const void *vx, float *y, int64_t n)
@@ -103,12 +136,9 @@ void lm_quant_q4_K_to_float(const void *vx, float *y, int64_t n)
         const uint8_t *q = x[i].qs;
         const float d = lm_fp16_to_fp32(x[i].d);
         const float min = lm_fp16_to_fp32(x[i].dmin);
-        uint8_t sc, m;
         for (int is = 0; is < LM_QK_K / 32; is += 2, q += 32) {
-            lm_quant_scale_min_k4(is, x[i].scales, &sc, &m);
-            const float d1 = d * sc, m1 = min * m;
-            lm_quant_scale_min_k4(is + 1, x[i].scales, &sc, &m);
-            const float d2 = d * sc, m2 = min * m;
+            float d1, m1, d2, m2;
+            k4_pair(x[i].scales, is, d, min, &d1, &m1, &d2, &m2);
             for (int l = 0; l < 32; ++l)
                 *y++ = d1 * (q[l] & 0xF) - m1;
             for (int l = 0; l < 32; ++l)
@@ -128,16 +158,11 @@ static void q4_K_pack(const uint8_t *L, uint8_t *q)
 void lm_quant_q4_K_from_float(const float *x, void *vy, int64_t n)
 {
     struct lm_block_q4_K *y = vy;
-    uint8_t L[LM_QK_K], Laux[32];
-    float w[32], mins[LM_QK_K / 32], scales[LM_QK_K / 32];
+    uint8_t L[LM_QK_K];
+    float mins[LM_QK_K / 32], scales[LM_QK_K / 32];
     for (int64_t i = 0; i < n / LM_QK_K; i++, x += LM_QK_K) {
-        for (int j = 0; j < LM_QK_K / 32; ++j) {
-            k4_ref_weights(x + 32 * j, w);
-            scales[j] =
-                lm_quant_make_qkx2(32, 15, x + 32 * j, w, L + 32 * j, &mins[j], Laux, -1.f, 0.1f, 20, false);
-        }
-        k4_pack_scales(scales, mins, y[i].scales, &y[i].d, &y[i].dmin);
-        k4_requantize(x, y[i].scales, y[i].d, y[i].dmin, 15, L);
+        k4_ref_fit(x, 15, -1.f, 20, L, scales, mins);
+        k4_finish(x, scales, mins, 15, y[i].scales, &y[i].d, &y[i].dmin, L);
         q4_K_pack(L, y[i].qs);
     }
 }
@@ -149,8 +174,7 @@ void lm_quant_q4_K_imat(const float *x, void *vy, int64_t n_per_row, const float
     float mins[LM_QK_K / 32], scales[LM_QK_K / 32];
     for (int64_t i = 0; i < n_per_row / LM_QK_K; i++, x += LM_QK_K) {
         k4_imat_fit(x, qw + LM_QK_K * i, 15, L, scales, mins);
-        k4_pack_scales(scales, mins, y[i].scales, &y[i].d, &y[i].dmin);
-        k4_requantize(x, y[i].scales, y[i].d, y[i].dmin, 15, L);
+        k4_finish(x, scales, mins, 15, y[i].scales, &y[i].d, &y[i].dmin, L);
         q4_K_pack(L, y[i].qs);
     }
 }
@@ -164,12 +188,10 @@ void lm_quant_q5_K_to_float(const void *vx, float *y, int64_t n)
         const uint8_t *ql = x[i].qs, *qh = x[i].qh;
         const float d = lm_fp16_to_fp32(x[i].d);
         const float min = lm_fp16_to_fp32(x[i].dmin);
-        uint8_t sc, m, u1 = 1, u2 = 2;
+        uint8_t u1 = 1, u2 = 2;
         for (int is = 0; is < LM_QK_K / 32; is += 2, ql += 32) {
-            lm_quant_scale_min_k4(is, x[i].scales, &sc, &m);
-            const float d1 = d * sc, m1 = min * m;
-            lm_quant_scale_min_k4(is + 1, x[i].scales, &sc, &m);
-            const float d2 = d * sc, m2 = min * m;
+            float d1, m1, d2, m2;
+            k4_pair(x[i].scales, is, d, min, &d1, &m1, &d2, &m2);
             for (int l = 0; l < 32; ++l)
                 *y++ = d1 * ((ql[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - m1;
             for (int l = 0; l < 32; ++l)
@@ -205,16 +227,11 @@ static void q5_K_pack(const uint8_t *L, uint8_t *ql, uint8_t *qh)
 void lm_quant_q5_K_from_float(const float *x, void *vy, int64_t n)
 {
     struct lm_block_q5_K *y = vy;
-    uint8_t L[LM_QK_K], Laux[32];
-    float w[32], mins[LM_QK_K / 32], scales[LM_QK_K / 32];
+    uint8_t L[LM_QK_K];
+    float mins[LM_QK_K / 32], scales[LM_QK_K / 32];
     for (int64_t i = 0; i < n / LM_QK_K; i++, x += LM_QK_K) {
-        for (int j = 0; j < LM_QK_K / 32; ++j) {
-            k4_ref_weights(x + 32 * j, w);
-            scales[j] =
-                lm_quant_make_qkx2(32, 31, x + 32 * j, w, L + 32 * j, &mins[j], Laux, -0.5f, 0.1f, 15, false);
-        }
-        k4_pack_scales(scales, mins, y[i].scales, &y[i].d, &y[i].dmin);
-        k4_requantize(x, y[i].scales, y[i].d, y[i].dmin, 31, L);
+        k4_ref_fit(x, 31, -0.5f, 15, L, scales, mins);
+        k4_finish(x, scales, mins, 31, y[i].scales, &y[i].d, &y[i].dmin, L);
         q5_K_pack(L, y[i].qs, y[i].qh);
     }
 }
@@ -226,8 +243,7 @@ void lm_quant_q5_K_imat(const float *x, void *vy, int64_t n_per_row, const float
     float mins[LM_QK_K / 32], scales[LM_QK_K / 32];
     for (int64_t i = 0; i < n_per_row / LM_QK_K; i++, x += LM_QK_K) {
         k4_imat_fit(x, qw + LM_QK_K * i, 31, L, scales, mins);
-        k4_pack_scales(scales, mins, y[i].scales, &y[i].d, &y[i].dmin);
-        k4_requantize(x, y[i].scales, y[i].d, y[i].dmin, 31, L);
+        k4_finish(x, scales, mins, 31, y[i].scales, &y[i].d, &y[i].dmin, L);
         q5_K_pack(L, y[i].qs, y[i].qh);
     }
 }

@@ -55,14 +55,10 @@ static void q6_block(const float *x, const float *qw, struct lm_block_q6_K *b)
 {
     int8_t L[LM_QK_K];
     float scales[LM_QK_K / 16];
-    float max_scale = 0, max_abs_scale = 0;
-    for (int ib = 0; ib < LM_QK_K / 16; ++ib) {
+    for (int ib = 0; ib < LM_QK_K / 16; ++ib)
         scales[ib] = lm_quant_make_qx(16, 32, x + 16 * ib, L + 16 * ib, 1, qw ? qw + 16 * ib : NULL);
-        if (fabsf(scales[ib]) > max_abs_scale) {
-            max_abs_scale = fabsf(scales[ib]);
-            max_scale = scales[ib];
-        }
-    }
+    float max_abs_scale;
+    const float max_scale = lm_quant_signed_absmax(LM_QK_K / 16, scales, &max_abs_scale);
     if (max_abs_scale < GROUP_MAX_EPS) {
         memset(b, 0, sizeof *b);
         b->d = lm_fp32_to_fp16(0.f);
@@ -113,13 +109,8 @@ void lm_quant_q8_K_from_float(const float *x, void *vy, int64_t n)
 {
     struct lm_block_q8_K *y = vy;
     for (int64_t i = 0; i < n / LM_QK_K; i++, x += LM_QK_K) {
-        float max = 0, amax = 0;
-        for (int j = 0; j < LM_QK_K; ++j) {
-            if (fabsf(x[j]) > amax) {
-                amax = fabsf(x[j]);
-                max = x[j];
-            }
-        }
+        float amax;
+        const float max = lm_quant_signed_absmax(LM_QK_K, x, &amax);
         if (!amax) { /* ggml leaves bsums unset here; lamina zeroes them */
             memset(&y[i], 0, sizeof y[i]);
             continue;

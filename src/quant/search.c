@@ -61,15 +61,8 @@ static void qx_round(int n, int nmax, const float *x, float iscale, int8_t *L)
 
 float lm_quant_make_qx(int n, int nmax, const float *x, int8_t *L, int rmse_type, const float *qw)
 {
-    float max = 0;
-    float amax = 0;
-    for (int i = 0; i < n; ++i) {
-        float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
+    float amax;
+    const float max = lm_quant_signed_absmax(n, x, &amax);
     if (amax < GROUP_MAX_EPS) { /* all zero (and all NaN) */
         memset(L, 0, (size_t)n);
         return 0.f;
@@ -133,15 +126,8 @@ static int q3_sweep(int n, int nmax, const float *x, int8_t *L, float *sumlx, fl
 
 float lm_quant_make_q3(int n, int nmax, const float *x, int8_t *L, bool do_rmse)
 {
-    float max = 0;
-    float amax = 0;
-    for (int i = 0; i < n; ++i) {
-        float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
+    float amax;
+    const float max = lm_quant_signed_absmax(n, x, &amax);
     if (amax < GROUP_MAX_EPS) {
         memset(L, 0, (size_t)n);
         return 0.f;

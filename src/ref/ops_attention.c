@@ -40,15 +40,13 @@ static double alibi_slope(double max_bias, int64_t n_head, int64_t h)
     return h < n ? pow(m0, (double)(h + 1)) : pow(m1, (double)(2 * (h - n) + 1));
 }
 
-static double *scratch(int64_t n) { return malloc((size_t)(n > 0 ? n : 1) * sizeof(double)); }
-
 /* SOFT_MAX: per row softmax(a * scale + slope_h * mask[:, i1]). */
 lm_status ref_op_soft_max(struct lm_tensor *dst)
 {
     const struct lm_tensor *a = dst->src[0], *mask = dst->src[1];
     const double scale = lm_get_op_f32(dst, 0), max_bias = lm_get_op_f32(dst, 1);
     const int64_t n = a->ne[0];
-    double *row = scratch(n);
+    double *row = ref_scratch(n, sizeof *row);
     if (!row)
         return LM_ERR_NOMEM;
     for (int64_t i3 = 0; i3 < a->ne[3]; i3++)
@@ -129,7 +127,7 @@ static void attn_row(struct lm_tensor *dst, int64_t i, int64_t h, double *qr, do
 lm_status ref_op_attn(struct lm_tensor *dst)
 {
     const struct lm_tensor *q = dst->src[0], *k = dst->src[1];
-    double *qr = scratch(q->ne[0]), *s = scratch(k->ne[1]);
+    double *qr = ref_scratch(q->ne[0], sizeof(double)), *s = ref_scratch(k->ne[1], sizeof(double));
     if (!qr || !s) {
         free(qr);
         free(s);
@@ -216,7 +214,7 @@ lm_status ref_op_rope(struct lm_tensor *dst)
     struct rope_ctx rc;
     rope_setup(dst, &rc);
     const int64_t n = a->ne[0];
-    double *row = scratch(n);
+    double *row = ref_scratch(n, sizeof *row);
     if (!row)
         return LM_ERR_NOMEM;
     for (int64_t i3 = 0; i3 < a->ne[3]; i3++)
@@ -265,7 +263,7 @@ lm_status ref_op_argsort(struct lm_tensor *dst)
     const struct lm_tensor *a = dst->src[0];
     const int desc = lm_get_op_i32(dst, 0) == LM_SORT_DESC;
     const int64_t n = a->ne[0];
-    struct keyed *row = malloc((size_t)(n > 0 ? n : 1) * sizeof *row);
+    struct keyed *row = ref_scratch(n, sizeof *row);
     if (!row)
         return LM_ERR_NOMEM;
     for (int64_t i3 = 0; i3 < a->ne[3]; i3++)

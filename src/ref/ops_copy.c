@@ -31,7 +31,7 @@ static lm_status copy_blocks(const struct lm_tensor *src, struct lm_tensor *dst)
     block_shape(src, ns);
     block_shape(dst, nd);
     const int64_t n = ns[0] * ns[1] * ns[2] * ns[3];
-    char *tmp = malloc((size_t)(n > 0 ? n : 1) * bs);
+    char *tmp = ref_scratch(n, bs);
     if (!tmp)
         return LM_ERR_NOMEM;
     for (int64_t k = 0; k < n; k++) {
@@ -51,7 +51,7 @@ static lm_status convert(const struct lm_tensor *src, struct lm_tensor *dst)
 {
     const int64_t n = lm_nelements(src);
     int64_t idx[4];
-    float *tmp = malloc((size_t)(n > 0 ? n : 1) * sizeof *tmp);
+    float *tmp = ref_scratch(n, sizeof *tmp);
     if (!tmp)
         return LM_ERR_NOMEM;
     for (int64_t k = 0; k < n; k++) {

@@ -114,7 +114,7 @@ lm_status ref_op_norm(struct lm_tensor *dst)
     const int64_t n = a->ne[0];
     const bool rms = dst->op == LM_OP_RMS_NORM;
     const double eps = lm_get_op_f32(dst, 0);
-    double *row = malloc((size_t)(n > 0 ? n : 1) * sizeof *row);
+    double *row = ref_scratch(n, sizeof *row);
     if (!row)
         return LM_ERR_NOMEM;
     for (int64_t i3 = 0; i3 < a->ne[3]; i3++)

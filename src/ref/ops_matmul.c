@@ -18,14 +18,12 @@ static double dot_row(const float *w, const struct lm_tensor *b, int64_t i1, int
     return sum;
 }
 
-static float *row_buffer(int64_t n) { return malloc((size_t)(n > 0 ? n : 1) * sizeof(float)); }
-
 /* dst[m, n, i2, i3] = dot(a[:, m, i2 / (B2/A2), i3 / (B3/A3)], b[:, n, i2, i3]). */
 lm_status ref_op_mul_mat(struct lm_tensor *dst)
 {
     const struct lm_tensor *a = dst->src[0], *b = dst->src[1];
     const int64_t r2 = b->ne[2] / a->ne[2], r3 = b->ne[3] / a->ne[3];
-    float *w = row_buffer(a->ne[0]);
+    float *w = ref_scratch(a->ne[0], sizeof *w);
     if (!w)
         return LM_ERR_NOMEM;
     lm_status st = LM_OK;
@@ -46,7 +44,7 @@ lm_status ref_op_mul_mat_id(struct lm_tensor *dst)
 {
     const struct lm_tensor *as = dst->src[0], *b = dst->src[1], *ids = dst->src[2];
     const int64_t n_expert = as->ne[2];
-    float *w = row_buffer(as->ne[0]);
+    float *w = ref_scratch(as->ne[0], sizeof *w);
     if (!w)
         return LM_ERR_NOMEM;
     lm_status st = LM_OK;
@@ -73,7 +71,7 @@ lm_status ref_op_mul_mat_id(struct lm_tensor *dst)
 lm_status ref_op_get_rows(struct lm_tensor *dst)
 {
     const struct lm_tensor *a = dst->src[0], *ids = dst->src[1];
-    float *row = row_buffer(a->ne[0]);
+    float *row = ref_scratch(a->ne[0], sizeof *row);
     if (!row)
         return LM_ERR_NOMEM;
     lm_status st = LM_OK;

@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "core/tensor.h"
 
@@ -24,6 +25,10 @@ static inline void *ref_ptr(const struct lm_tensor *t, int64_t i0, int64_t i1, i
     return (char *)t->data + i0 * (int64_t)t->nb[0] + i1 * (int64_t)t->nb[1] + i2 * (int64_t)t->nb[2] +
            i3 * (int64_t)t->nb[3];
 }
+
+/* malloc'd scratch for n elements of `size` bytes; room for one when n <= 0,
+ * so a pointer to free comes back either way. NULL when out of memory. */
+static inline void *ref_scratch(int64_t n, size_t size) { return malloc((size_t)(n > 0 ? n : 1) * size); }
 
 /* Value of element (i0..i3) of a non-quantized tensor (F32, F16, BF16, I32, I16, I8). */
 double ref_get(const struct lm_tensor *t, int64_t i0, int64_t i1, int64_t i2, int64_t i3);

@@ -88,15 +88,9 @@ static void fail(struct parser *p, const char *at, lm_status st, const char *fmt
 
 static bool evec_push(struct parser *p, struct evec *e, enum lm_gretype type, uint32_t value)
 {
-    if (e->n == e->cap) {
-        size_t cap = e->cap ? e->cap * 2 : 8;
-        void *q = realloc(e->v, cap * sizeof *e->v);
-        if (!q) {
-            fail(p, p->src, LM_ERR_NOMEM, "out of memory");
-            return false;
-        }
-        e->v = q;
-        e->cap = cap;
+    if (lm_grammar_grow((void **)&e->v, &e->cap, e->n + 1, sizeof *e->v)) {
+        fail(p, p->src, LM_ERR_NOMEM, "out of memory");
+        return false;
     }
     e->v[e->n++] = (struct lm_grammar_element){type, value};
     return true;
@@ -105,15 +99,9 @@ static bool evec_push(struct parser *p, struct evec *e, enum lm_gretype type, ui
 /* append a new symbol (its name copied) as id n_sym */
 static bool add_symbol(struct parser *p, const char *name, size_t len, uint32_t *id)
 {
-    if (p->n_sym == p->cap_sym) {
-        size_t cap = p->cap_sym ? p->cap_sym * 2 : 16;
-        void *q = realloc(p->sym, cap * sizeof *p->sym);
-        if (!q) {
-            fail(p, p->src, LM_ERR_NOMEM, "out of memory");
-            return false;
-        }
-        p->sym = q;
-        p->cap_sym = cap;
+    if (lm_grammar_grow((void **)&p->sym, &p->cap_sym, p->n_sym + 1, sizeof *p->sym)) {
+        fail(p, p->src, LM_ERR_NOMEM, "out of memory");
+        return false;
     }
     struct symbol *s = &p->sym[p->n_sym];
     memset(s, 0, sizeof *s);

@@ -37,7 +37,7 @@ void lm_stackset_free(struct lm_stackset *s)
     memset(s, 0, sizeof *s);
 }
 
-static lm_status grow(void **p, size_t *cap, size_t need, size_t elem)
+lm_status lm_grammar_grow(void **p, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap)
         return LM_OK;
@@ -57,8 +57,8 @@ static lm_status grow(void **p, size_t *cap, size_t need, size_t elem)
 
 static lm_status stackset_push(struct lm_stackset *s, const uint32_t *stack, size_t len)
 {
-    if (grow((void **)&s->pool, &s->pool_cap, s->pool_len + len, sizeof *s->pool) ||
-        grow((void **)&s->st, &s->cap, s->n + 1, sizeof *s->st))
+    if (lm_grammar_grow((void **)&s->pool, &s->pool_cap, s->pool_len + len, sizeof *s->pool) ||
+        lm_grammar_grow((void **)&s->st, &s->cap, s->n + 1, sizeof *s->st))
         return LM_ERR_NOMEM;
     if (len)
         memcpy(s->pool + s->pool_len, stack, len * sizeof *stack);
@@ -164,7 +164,7 @@ bool lm_grammar_match_partial(const struct lm_grammar *g, uint32_t pos, struct l
 
 static lm_status reserve_buf(struct lm_grammar_scratch *sc, size_t need)
 {
-    return grow((void **)&sc->buf, &sc->buf_cap, need, sizeof *sc->buf);
+    return lm_grammar_grow((void **)&sc->buf, &sc->buf_cap, need, sizeof *sc->buf);
 }
 
 lm_status lm_grammar_advance(const struct lm_grammar *g, const uint32_t *stack, size_t len,
@@ -225,7 +225,7 @@ lm_status lm_grammar_step(const struct lm_grammar *g, const struct lm_stackset *
         uint32_t next;
         if (!lm_grammar_match_char(g, s[sp.len - 1], chr, &next))
             continue;
-        if ((st = grow((void **)&tmp, &tmp_cap, sp.len, sizeof *tmp)) != LM_OK)
+        if ((st = lm_grammar_grow((void **)&tmp, &tmp_cap, sp.len, sizeof *tmp)) != LM_OK)
             break;
         size_t n = sp.len - 1;
         memcpy(tmp, s, n * sizeof *tmp);
@@ -289,7 +289,7 @@ static lm_status left_edges(const struct lm_grammar *g, const bool *nullable, ui
             for (uint32_t p = g->alts[g->alt_first[r] + i]; !is_end_of_sequence(g, p); p++) {
                 if (g->elems[p].type != LM_GRETYPE_RULE_REF)
                     break;
-                if (grow((void **)&a, &cap, n + 1, sizeof *a)) {
+                if (lm_grammar_grow((void **)&a, &cap, n + 1, sizeof *a)) {
                     free(off);
                     free(a);
                     return LM_ERR_NOMEM;

@@ -86,6 +86,11 @@ lm_status lm_grammar_init_named(const struct lm_grammar_element *const *rules, s
                                 const char *const *names, struct lm_grammar **out, char *err, size_t err_size);
 
 /* write a message to err (err_size > 0) or log it */
+/* Make room for `need` elements of `elem` bytes in *p (capacity *cap):
+ * the capacity doubles from 16 until it is enough. LM_ERR_NOMEM (nothing
+ * changed) when the allocation fails or the size would overflow. */
+lm_status lm_grammar_grow(void **p, size_t *cap, size_t need, size_t elem);
+
 void lm_grammar_error(char *err, size_t err_size, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))

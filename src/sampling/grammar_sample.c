@@ -164,21 +164,6 @@ static lm_status accept_set(struct reject_ctx *x, const struct lm_stackset *stac
     return st;
 }
 
-static lm_status grow_cps(uint32_t **cps, size_t *cap, size_t need)
-{
-    if (need <= *cap)
-        return LM_OK;
-    size_t n = *cap ? *cap * 2 : 4096;
-    while (n < need)
-        n *= 2;
-    uint32_t *p = realloc(*cps, n * sizeof *p);
-    if (!p)
-        return LM_ERR_NOMEM;
-    *cps = p;
-    *cap = n;
-    return LM_OK;
-}
-
 /* decode every candidate's piece; masks EOS and empty pieces directly */
 static lm_status collect(const struct lm_grammar *g, struct lm_token_data_array *c,
                          const struct lm_grammar_vocab *v, struct cand *cands, size_t *n_cands, uint32_t **cps)
@@ -198,7 +183,8 @@ static lm_status collect(const struct lm_grammar *g, struct lm_token_data_array 
             c->data[i].logit = -INFINITY;
             continue;
         }
-        if (grow_cps(cps, &cap, used + len + 1))
+        /* at least 4096 code points from the start: most vocabularies need that many */
+        if (lm_grammar_grow((void **)cps, &cap, used + len + 1 < 4096 ? 4096 : used + len + 1, sizeof **cps))
             return LM_ERR_NOMEM;
         struct cand *k = &cands[n++];
         k->index = i;

@@ -63,6 +63,22 @@ static void truncate_top_k(struct lm_token_data_array *c, int32_t k)
         c->size = (size_t)k;
 }
 
+/* The end of both mirostat versions: draw a token from the truncated array,
+ * then move mu by eta times the error of its surprise against tau. */
+static lm_status draw_and_update_mu(struct lm_token_data_array *c, struct lm_rng *rng, float tau, float eta, float *mu,
+                                    int32_t *out_token)
+{
+    int32_t x = 0;
+    lm_status st = lm_sample_token(c, rng, &x);
+    if (st != LM_OK)
+        return st;
+    const float observed_surprise = -log2f(p_of_token(c, x));
+    const float e = observed_surprise - tau;
+    *mu = *mu - eta * e;
+    *out_token = x;
+    return LM_OK;
+}
+
 lm_status lm_sample_mirostat(struct lm_token_data_array *c, struct lm_rng *rng, float tau, float eta, int32_t m,
                              int32_t n_vocab, float *mu, int32_t *out_token)
 {
@@ -87,15 +103,7 @@ lm_status lm_sample_mirostat(struct lm_token_data_array *c, struct lm_rng *rng, 
     const float k = powf((epsilon_hat * powf(2, *mu)) / (1 - powf(N, -epsilon_hat)), 1 / s_hat);
     truncate_top_k(c, float_to_int_x86(k));
 
-    int32_t x = 0;
-    lm_status st = lm_sample_token(c, rng, &x);
-    if (st != LM_OK)
-        return st;
-    const float observed_surprise = -log2f(p_of_token(c, x));
-    const float e = observed_surprise - tau;
-    *mu = *mu - eta * e;
-    *out_token = x;
-    return LM_OK;
+    return draw_and_update_mu(c, rng, tau, eta, mu, out_token);
 }
 
 lm_status lm_sample_mirostat_v2(struct lm_token_data_array *c, struct lm_rng *rng, float tau, float eta, float *mu,
@@ -112,13 +120,5 @@ lm_status lm_sample_mirostat_v2(struct lm_token_data_array *c, struct lm_rng *rn
     c->size = n == 0 ? 1 : n;
     lm_sample_softmax(c);
 
-    int32_t x = 0;
-    lm_status st = lm_sample_token(c, rng, &x);
-    if (st != LM_OK)
-        return st;
-    const float observed_surprise = -log2f(p_of_token(c, x));
-    const float e = observed_surprise - tau;
-    *mu = *mu - eta * e;
-    *out_token = x;
-    return LM_OK;
+    return draw_and_update_mu(c, rng, tau, eta, mu, out_token);
 }

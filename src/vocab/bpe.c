@@ -18,72 +18,16 @@
 #include "vocab/unicode.h"
 #include "vocab/vocab_internal.h"
 
-struct sym {
-    int32_t prev, next;
-    uint32_t off, n; /* bytes of the encoded word; n == 0: merged away */
-};
-
 struct bigram {
     int32_t rank;
     int32_t left, right;
     uint32_t left_n, right_n; /* symbol sizes when pushed, to spot stale pairs */
 };
 
-struct heap {
-    struct bigram *a;
-    size_t n, cap;
-    bool oom;
-};
-
-static bool before(const struct bigram *x, const struct bigram *y) {
+/* lower rank first; ties: the leftmost pair */
+static bool before(const void *vx, const void *vy) {
+    const struct bigram *x = vx, *y = vy;
     return x->rank < y->rank || (x->rank == y->rank && x->left < y->left);
-}
-
-static void heap_push(struct heap *h, struct bigram b) {
-    if (h->n == h->cap) {
-        size_t nc = h->cap ? h->cap * 2 : 64;
-        struct bigram *na = realloc(h->a, nc * sizeof(*na));
-        if (!na) {
-            h->oom = true;
-            return;
-        }
-        h->a = na;
-        h->cap = nc;
-    }
-    size_t i = h->n++;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!before(&b, &h->a[p])) {
-            break;
-        }
-        h->a[i] = h->a[p];
-        i = p;
-    }
-    h->a[i] = b;
-}
-
-static struct bigram heap_pop(struct heap *h) {
-    struct bigram top = h->a[0];
-    struct bigram last = h->a[--h->n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= h->n) {
-            break;
-        }
-        if (c + 1 < h->n && before(&h->a[c + 1], &h->a[c])) {
-            c++;
-        }
-        if (!before(&h->a[c], &last)) {
-            break;
-        }
-        h->a[i] = h->a[c];
-        i = c;
-    }
-    if (h->n > 0) {
-        h->a[i] = last;
-    }
-    return top;
 }
 
 /* Scratch reused across the words of one call. */
@@ -120,8 +64,8 @@ static void add_bigram(struct bpe_state *st, int32_t left, int32_t right) {
     const struct sym *l = &st->syms[left], *r = &st->syms[right];
     int32_t rank = merge_rank(st, l, r);
     if (rank >= 0) {
-        heap_push(&st->heap,
-                  (struct bigram){.rank = rank, .left = left, .right = right, .left_n = l->n, .right_n = r->n});
+        struct bigram b = {.rank = rank, .left = left, .right = right, .left_n = l->n, .right_n = r->n};
+        lm_vocab_heap_push(&st->heap, &b);
     }
 }
 
@@ -176,17 +120,13 @@ static void bpe_word(struct bpe_state *st, const char *word, size_t len, struct 
         add_bigram(st, (int32_t)i - 1, (int32_t)i);
     }
     while (st->heap.n > 0) {
-        struct bigram b = heap_pop(&st->heap);
-        struct sym *l = &st->syms[b.left], *r = &st->syms[b.right];
+        struct bigram b;
+        lm_vocab_heap_pop(&st->heap, &b);
+        const struct sym *l = &st->syms[b.left], *r = &st->syms[b.right];
         if (l->n != b.left_n || r->n != b.right_n || l->next != b.right) {
             continue; /* stale */
         }
-        l->n += r->n;
-        r->n = 0;
-        l->next = r->next;
-        if (r->next >= 0) {
-            st->syms[r->next].prev = b.left;
-        }
+        lm_vocab_sym_merge(st->syms, b.left, b.right);
         add_bigram(st, l->prev, b.left);
         add_bigram(st, b.left, l->next);
     }
@@ -198,7 +138,7 @@ static void bpe_word(struct bpe_state *st, const char *word, size_t len, struct 
 
 void lm_vocab_bpe_tokenize(const struct lm_vocab *v, const char *text, size_t len, struct ivec *out) {
     struct ivec words = {0};
-    struct bpe_state st = {.v = v};
+    struct bpe_state st = {.v = v, .heap = lm_vocab_heap_init(sizeof(struct bigram), before)};
     lm_vocab_pretok_split(v, text, len, &words);
     if (words.oom) {
         out->oom = true;
@@ -217,5 +157,5 @@ out_free:
     free(st.enc.data);
     free(st.key.data);
     free(st.syms);
-    free(st.heap.a);
+    lm_vocab_heap_free(&st.heap);
 }

@@ -6,8 +6,6 @@
  * and defaults follow llama.cpp b1892's llm_load_vocab; where b1892 warned
  * and went on with a default (a special id out of range), we refuse the file.
  */
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,18 +18,6 @@
 #define KEY_TYPES "tokenizer.ggml.token_type"
 #define KEY_MERGES "tokenizer.ggml.merges"
 #define KEY_PRE "tokenizer.ggml.pre"
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static void seterr(char *err, size_t err_size, const char *fmt, ...) {
-    if (err && err_size) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, err_size, fmt, ap);
-        va_end(ap);
-    }
-}
 
 /* Arrays copied out of the reader, freed together. */
 struct loaded {
@@ -63,12 +49,12 @@ static lm_status find_array(const struct lm_gguf *g, const char *key, enum lm_gg
     enum lm_gguf_type at;
     if (lm_gguf_kv_type(g, *idx) != LM_GGUF_ARRAY || lm_gguf_get_arr_type(g, *idx, &at) || at != et ||
         lm_gguf_get_arr_n(g, *idx, n)) {
-        seterr(err, err_size, "vocab: %s is not an array of the expected type", key);
+        lm_vocab_seterr(err, err_size, "vocab: %s is not an array of the expected type", key);
         return LM_ERR_CORRUPT;
     }
     if (expect_n && *n != expect_n) {
-        seterr(err, err_size, "vocab: %s has %llu elements, but there are %llu tokens", key, (unsigned long long)*n,
-               (unsigned long long)expect_n);
+        lm_vocab_seterr(err, err_size, "vocab: %s has %llu elements, but there are %llu tokens", key,
+                        (unsigned long long)*n, (unsigned long long)expect_n);
         return LM_ERR_CORRUPT;
     }
     return LM_OK;
@@ -83,17 +69,25 @@ static lm_status read_strings(const struct lm_gguf *g, int64_t idx, uint64_t n, 
     }
     for (uint64_t j = 0; j < n; j++) {
         if (lm_gguf_get_arr_str(g, idx, j, &(*strs)[j], &(*lens)[j])) {
-            seterr(err, err_size, "vocab: cannot read %s[%llu]", key, (unsigned long long)j);
+            lm_vocab_seterr(err, err_size, "vocab: cannot read %s[%llu]", key, (unsigned long long)j);
             return LM_ERR_CORRUPT;
         }
     }
     return LM_OK;
 }
 
-/* Numeric array of n 4-byte elements, copied (the reader's block need not
- * be aligned for float/int32 loads). */
-static lm_status read_u32_array(const struct lm_gguf *g, int64_t idx, uint64_t n, void **out) {
+/* The optional array key of n 4-byte elements of type et, copied into *out
+ * (the reader's block need not be aligned for float/int32 loads); *out stays
+ * NULL when the key is absent. */
+static lm_status read_opt_u32s(const struct lm_gguf *g, const char *key, enum lm_gguf_type et, uint64_t n, void **out,
+                               char *err, size_t err_size) {
+    int64_t idx;
+    uint64_t m;
+    lm_status st = find_array(g, key, et, n, &idx, &m, err, err_size);
     const void *data;
+    if (st || idx < 0) {
+        return st;
+    }
     if (lm_gguf_get_arr_data(g, idx, &data)) {
         return LM_ERR_CORRUPT;
     }
@@ -119,7 +113,7 @@ static lm_status read_id(const struct lm_gguf *g, const char *key, int32_t *id, 
     } else if (lm_gguf_get_i32(g, i, &s) == LM_OK && s == -1) {
         *id = -1;
     } else {
-        seterr(err, err_size, "vocab: %s is not a token id", key);
+        lm_vocab_seterr(err, err_size, "vocab: %s is not a token id", key);
         return LM_ERR_CORRUPT;
     }
     return LM_OK;
@@ -132,7 +126,7 @@ static lm_status read_flag(const struct lm_gguf *g, const char *key, int *flag, 
         return LM_OK;
     }
     if (lm_gguf_get_bool(g, i, &b)) {
-        seterr(err, err_size, "vocab: %s is not a bool", key);
+        lm_vocab_seterr(err, err_size, "vocab: %s is not a bool", key);
         return LM_ERR_CORRUPT;
     }
     *flag = b;
@@ -144,11 +138,11 @@ static lm_status read_model(const struct lm_gguf *g, struct lm_vocab_desc *d, ch
     const char *model;
     size_t len;
     if (i < 0) {
-        seterr(err, err_size, "vocab: the file has no %s", KEY_MODEL);
+        lm_vocab_seterr(err, err_size, "vocab: the file has no %s", KEY_MODEL);
         return LM_ERR_NOT_FOUND;
     }
     if (lm_gguf_get_str(g, i, &model, &len)) {
-        seterr(err, err_size, "vocab: %s is not a string", KEY_MODEL);
+        lm_vocab_seterr(err, err_size, "vocab: %s is not a string", KEY_MODEL);
         return LM_ERR_CORRUPT;
     }
     if (strcmp(model, "llama") == 0) {
@@ -156,12 +150,13 @@ static lm_status read_model(const struct lm_gguf *g, struct lm_vocab_desc *d, ch
     } else if (strcmp(model, "gpt2") == 0) {
         d->type = LM_VOCAB_BPE;
     } else {
-        seterr(err, err_size, "vocab: tokenizer model '%.64s' is not supported (only 'llama' and 'gpt2')", model);
+        lm_vocab_seterr(err, err_size, "vocab: tokenizer model '%.64s' is not supported (only 'llama' and 'gpt2')",
+                        model);
         return LM_ERR_UNSUPPORTED;
     }
     i = lm_gguf_find_key(g, KEY_PRE);
     if (i >= 0 && lm_gguf_get_str(g, i, &d->pre, &len)) {
-        seterr(err, err_size, "vocab: %s is not a string", KEY_PRE);
+        lm_vocab_seterr(err, err_size, "vocab: %s is not a string", KEY_PRE);
         return LM_ERR_CORRUPT;
     }
     return LM_OK;
@@ -176,7 +171,7 @@ static lm_status read_arrays(const struct lm_gguf *g, struct lm_vocab_desc *d, s
         return st;
     }
     if (idx < 0 || n == 0 || n > (uint64_t)INT32_MAX - 1) {
-        seterr(err, err_size, "vocab: %s is missing, empty or too long", KEY_TOKENS);
+        lm_vocab_seterr(err, err_size, "vocab: %s is missing, empty or too long", KEY_TOKENS);
         return idx < 0 ? LM_ERR_NOT_FOUND : LM_ERR_CORRUPT;
     }
     d->n_tokens = (int32_t)n;
@@ -185,17 +180,11 @@ static lm_status read_arrays(const struct lm_gguf *g, struct lm_vocab_desc *d, s
     }
     d->tokens = l->tokens;
     d->token_lens = l->token_lens;
-    if ((st = find_array(g, KEY_SCORES, LM_GGUF_FLOAT32, n, &idx, &m, err, err_size))) {
-        return st;
-    }
-    if (idx >= 0 && (st = read_u32_array(g, idx, n, (void **)&l->scores))) {
+    if ((st = read_opt_u32s(g, KEY_SCORES, LM_GGUF_FLOAT32, n, (void **)&l->scores, err, err_size))) {
         return st;
     }
     d->scores = l->scores;
-    if ((st = find_array(g, KEY_TYPES, LM_GGUF_INT32, n, &idx, &m, err, err_size))) {
-        return st;
-    }
-    if (idx >= 0 && (st = read_u32_array(g, idx, n, (void **)&l->types))) {
+    if ((st = read_opt_u32s(g, KEY_TYPES, LM_GGUF_INT32, n, (void **)&l->types, err, err_size))) {
         return st;
     }
     d->types = l->types;
@@ -206,7 +195,7 @@ static lm_status read_arrays(const struct lm_gguf *g, struct lm_vocab_desc *d, s
         return st;
     }
     if (idx < 0 || m > (uint64_t)INT32_MAX - 1) {
-        seterr(err, err_size, "vocab: a gpt2 tokenizer needs %s", KEY_MERGES);
+        lm_vocab_seterr(err, err_size, "vocab: a gpt2 tokenizer needs %s", KEY_MERGES);
         return idx < 0 ? LM_ERR_NOT_FOUND : LM_ERR_CORRUPT;
     }
     d->n_merges = (int32_t)m;
@@ -240,7 +229,7 @@ static lm_status read_ids(const struct lm_gguf *g, struct lm_vocab_desc *d, char
 
 lm_status lm_vocab_load(const struct lm_gguf *g, struct lm_vocab **out, char *err, size_t err_size) {
     if (!g || !out) {
-        seterr(err, err_size, "vocab: no reader");
+        lm_vocab_seterr(err, err_size, "vocab: no reader");
         return LM_ERR_INVALID_ARG;
     }
     struct lm_vocab_desc d = lm_vocab_desc_default();
@@ -255,7 +244,7 @@ lm_status lm_vocab_load(const struct lm_gguf *g, struct lm_vocab **out, char *er
     if (!st) {
         st = lm_vocab_build(&d, out, err, err_size);
     } else if (st == LM_ERR_NOMEM) {
-        seterr(err, err_size, "vocab: out of memory");
+        lm_vocab_seterr(err, err_size, "vocab: out of memory");
     }
     loaded_free(&l);
     return st;

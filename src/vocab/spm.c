@@ -20,73 +20,16 @@
 #include "vocab/unicode.h"
 #include "vocab/vocab_internal.h"
 
-struct sym {
-    int32_t prev, next; /* -1 at the ends */
-    uint32_t off, n;    /* bytes of the escaped text; n == 0: merged away */
-};
-
 struct bigram {
     float score;
     int32_t left, right;
     uint32_t size;
 };
 
-struct heap {
-    struct bigram *a;
-    size_t n, cap;
-    bool oom;
-};
-
-/* true when x should pop before y */
-static bool before(const struct bigram *x, const struct bigram *y) {
+/* higher score first; ties: the leftmost pair */
+static bool before(const void *vx, const void *vy) {
+    const struct bigram *x = vx, *y = vy;
     return x->score > y->score || (x->score == y->score && x->left < y->left);
-}
-
-static void heap_push(struct heap *h, struct bigram b) {
-    if (h->n == h->cap) {
-        size_t nc = h->cap ? h->cap * 2 : 64;
-        struct bigram *na = realloc(h->a, nc * sizeof(*na));
-        if (!na) {
-            h->oom = true;
-            return;
-        }
-        h->a = na;
-        h->cap = nc;
-    }
-    size_t i = h->n++;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!before(&b, &h->a[p])) {
-            break;
-        }
-        h->a[i] = h->a[p];
-        i = p;
-    }
-    h->a[i] = b;
-}
-
-static struct bigram heap_pop(struct heap *h) {
-    struct bigram top = h->a[0];
-    struct bigram last = h->a[--h->n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= h->n) {
-            break;
-        }
-        if (c + 1 < h->n && before(&h->a[c + 1], &h->a[c])) {
-            c++;
-        }
-        if (!before(&h->a[c], &last)) {
-            break;
-        }
-        h->a[i] = h->a[c];
-        i = c;
-    }
-    if (h->n > 0) {
-        h->a[i] = last;
-    }
-    return top;
 }
 
 struct spm_state {
@@ -106,7 +49,8 @@ static void try_add_bigram(struct spm_state *st, int32_t left, int32_t right) {
     if (id < 0) {
         return;
     }
-    heap_push(&st->heap, (struct bigram){.score = st->v->tokens[id].score, .left = left, .right = right, .size = size});
+    struct bigram b = {.score = st->v->tokens[id].score, .left = left, .right = right, .size = size};
+    lm_vocab_heap_push(&st->heap, &b);
 }
 
 static void emit_symbol(const struct lm_vocab *v, const char *s, uint32_t n, struct ivec *out) {
@@ -147,7 +91,7 @@ static void escape_text(const char *text, size_t len, bool add_prefix, struct cb
 void lm_vocab_spm_tokenize(const struct lm_vocab *v, const char *text, size_t len, bool add_prefix, struct ivec *out) {
     struct cbuf esc = {0};
     escape_text(text, len, add_prefix, &esc);
-    struct spm_state st = {.v = v, .text = esc.data};
+    struct spm_state st = {.v = v, .text = esc.data, .heap = lm_vocab_heap_init(sizeof(struct bigram), before)};
     if (esc.oom || esc.n > (size_t)INT32_MAX) { /* symbol offsets are 32-bit */
         out->oom = true;
         goto out_free;
@@ -173,17 +117,13 @@ void lm_vocab_spm_tokenize(const struct lm_vocab *v, const char *text, size_t le
         try_add_bigram(&st, i - 1, i);
     }
     while (st.heap.n > 0) {
-        struct bigram b = heap_pop(&st.heap);
-        struct sym *l = &st.syms[b.left], *r = &st.syms[b.right];
+        struct bigram b;
+        lm_vocab_heap_pop(&st.heap, &b);
+        const struct sym *l = &st.syms[b.left], *r = &st.syms[b.right];
         if (l->n == 0 || r->n == 0 || l->n + r->n != b.size) {
             continue; /* stale: a side was merged since */
         }
-        l->n += r->n;
-        r->n = 0;
-        l->next = r->next;
-        if (r->next >= 0) {
-            st.syms[r->next].prev = b.left;
-        }
+        lm_vocab_sym_merge(st.syms, b.left, b.right);
         try_add_bigram(&st, l->prev, b.left);
         try_add_bigram(&st, b.left, l->next);
     }
@@ -193,7 +133,7 @@ void lm_vocab_spm_tokenize(const struct lm_vocab *v, const char *text, size_t le
     }
 
 out_free:
-    free(st.heap.a);
+    lm_vocab_heap_free(&st.heap);
     free(st.syms);
     free(esc.data);
 }

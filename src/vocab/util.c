@@ -1,10 +1,12 @@
-/* util.c - the string hash map and growable buffers of vocab/.
+/* util.c - the string hash map, growable buffers and error text of vocab/.
  *
  * The map is open addressing with linear probing, FNV-1a hashes, capacity a
  * power of two kept at most half full; it never grows after init (the
  * vocab knows its key count up front). Buffers record an allocation failure
  * in `oom` instead of failing each push, so callers check once at the end.
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,4 +108,14 @@ void lm_vocab_cbuf_append(struct cbuf *b, const char *s, size_t n) {
     }
     memcpy(b->data + b->n, s, n);
     b->n += n;
+}
+
+/* Thread-safe (writes only err). */
+void lm_vocab_seterr(char *err, size_t err_size, const char *fmt, ...) {
+    if (err && err_size) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, err_size, fmt, ap);
+        va_end(ap);
+    }
 }

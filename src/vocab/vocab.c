@@ -2,7 +2,6 @@
  * the getters. lm_vocab_load (load.c) reads a GGUF into a desc and calls
  * lm_vocab_build, so every check on untrusted values lives here once.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,18 +10,6 @@
 
 /* b1892's llama_vocab member defaults (CodeLlama's infill ids). */
 enum { B1892_PREFIX = 32007, B1892_SUFFIX = 32008, B1892_MIDDLE = 32009, B1892_EOT = 32010 };
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static void seterr(char *err, size_t err_size, const char *fmt, ...) {
-    if (err && err_size) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, err_size, fmt, ap);
-        va_end(ap);
-    }
-}
 
 struct lm_vocab_desc lm_vocab_desc_default(void) {
     struct lm_vocab_desc d;
@@ -77,12 +64,12 @@ static lm_status copy_tokens(struct lm_vocab *v, const struct lm_vocab_desc *d, 
     size_t total = 0;
     for (int32_t i = 0; i < d->n_tokens; i++) {
         if (!d->tokens[i]) {
-            seterr(err, err_size, "vocab: token %d has no text", (int)i);
+            lm_vocab_seterr(err, err_size, "vocab: token %d has no text", (int)i);
             return LM_ERR_INVALID_ARG;
         }
         size_t len = d->token_lens ? d->token_lens[i] : strlen(d->tokens[i]);
         if (len > UINT32_MAX - 1 || total > SIZE_MAX - len - 1) {
-            seterr(err, err_size, "vocab: token %d is too long", (int)i);
+            lm_vocab_seterr(err, err_size, "vocab: token %d is too long", (int)i);
             return LM_ERR_CORRUPT;
         }
         total += len + 1;
@@ -114,14 +101,14 @@ static lm_status copy_tokens(struct lm_vocab *v, const struct lm_vocab_desc *d, 
  * both sides must be non-empty. The first of duplicate merges keeps its rank. */
 static lm_status copy_merges(struct lm_vocab *v, const struct lm_vocab_desc *d, char *err, size_t err_size) {
     if (d->n_merges < 0 || (d->n_merges > 0 && !d->merges)) {
-        seterr(err, err_size, "vocab: bad merge count %d", (int)d->n_merges);
+        lm_vocab_seterr(err, err_size, "vocab: bad merge count %d", (int)d->n_merges);
         return LM_ERR_INVALID_ARG;
     }
     size_t total = 0;
     for (int32_t i = 0; i < d->n_merges; i++) {
         size_t len = d->merges[i] ? (d->merge_lens ? d->merge_lens[i] : strlen(d->merges[i])) : 0;
         if (len > UINT32_MAX - 1 || total > SIZE_MAX - len - 1) {
-            seterr(err, err_size, "vocab: merge %d is too long", (int)i);
+            lm_vocab_seterr(err, err_size, "vocab: merge %d is too long", (int)i);
             return LM_ERR_CORRUPT;
         }
         total += len + 1;
@@ -138,8 +125,8 @@ static lm_status copy_merges(struct lm_vocab *v, const struct lm_vocab_desc *d, 
         size_t len = m ? (d->merge_lens ? d->merge_lens[i] : strlen(m)) : 0;
         const char *sp = len > 1 ? memchr(m + 1, ' ', len - 1) : NULL;
         if (!sp || (size_t)(sp - m) + 1 >= len) {
-            seterr(err, err_size, "vocab: merge %d (\"%.*s\") is not \"left right\"", (int)i, (int)(len > 64 ? 64 : len),
-                   m ? m : "");
+            lm_vocab_seterr(err, err_size, "vocab: merge %d (\"%.*s\") is not \"left right\"", (int)i,
+                            (int)(len > 64 ? 64 : len), m ? m : "");
             return LM_ERR_CORRUPT;
         }
         memcpy(p, m, len);
@@ -162,7 +149,7 @@ static lm_status resolve_id(int32_t in, int32_t def, int32_t n, const char *name
         return LM_OK;
     }
     if (in < -1 || in >= n) {
-        seterr(err, err_size, "vocab: %s token id %d is out of range [0, %d)", name, (int)in, (int)n);
+        lm_vocab_seterr(err, err_size, "vocab: %s token id %d is out of range [0, %d)", name, (int)in, (int)n);
         return LM_ERR_CORRUPT;
     }
     *out = in;
@@ -191,7 +178,7 @@ static lm_status set_ids(struct lm_vocab *v, const struct lm_vocab_desc *d, char
         }
     }
     if (!st && (d->add_bos < -1 || d->add_bos > 1 || d->add_eos < -1 || d->add_eos > 1)) {
-        seterr(err, err_size, "vocab: add_bos/add_eos must be -1, 0 or 1");
+        lm_vocab_seterr(err, err_size, "vocab: add_bos/add_eos must be -1, 0 or 1");
         st = LM_ERR_INVALID_ARG;
     }
     v->add_bos = d->add_bos;
@@ -261,7 +248,7 @@ static void set_byte_tokens_and_nl(struct lm_vocab *v) {
 
 lm_status lm_vocab_build(const struct lm_vocab_desc *d, struct lm_vocab **out, char *err, size_t err_size) {
     if (!d || !out || !d->tokens || d->n_tokens <= 0 || (d->type != LM_VOCAB_SPM && d->type != LM_VOCAB_BPE)) {
-        seterr(err, err_size, "vocab: invalid description (type, token count or token array)");
+        lm_vocab_seterr(err, err_size, "vocab: invalid description (type, token count or token array)");
         return LM_ERR_INVALID_ARG;
     }
     struct lm_vocab *v = calloc(1, sizeof(*v));
@@ -286,7 +273,7 @@ lm_status lm_vocab_build(const struct lm_vocab_desc *d, struct lm_vocab **out, c
     }
     if (st) {
         if (st == LM_ERR_NOMEM) {
-            seterr(err, err_size, "vocab: out of memory");
+            lm_vocab_seterr(err, err_size, "vocab: out of memory");
         }
         lm_vocab_free(v);
         return st;

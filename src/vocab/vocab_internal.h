@@ -58,6 +58,48 @@ struct cbuf {
 
 void lm_vocab_cbuf_append(struct cbuf *b, const char *s, size_t n);
 
+/* ---- error text ---- */
+
+/* printf into err[err_size] (truncated); nothing when err is NULL or err_size 0. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+void lm_vocab_seterr(char *err, size_t err_size, const char *fmt, ...);
+
+/* ---- binary heap of fixed-size elements (heap.c) ---- */
+struct heap {
+    void *a; /* n elements of `size` bytes; room for cap */
+    size_t n, cap, size;
+    bool (*before)(const void *x, const void *y); /* x pops first; a strict order */
+    bool oom; /* a push failed (that element was dropped) */
+};
+
+/* An empty heap of elements of `size` bytes ordered by before. */
+struct heap lm_vocab_heap_init(size_t size, bool (*before)(const void *x, const void *y));
+/* Add a copy of *elem; on allocation failure set oom and drop it. */
+void lm_vocab_heap_push(struct heap *h, const void *elem);
+/* Remove the element that pops first into *out (h->n must be > 0). */
+void lm_vocab_heap_pop(struct heap *h, void *out);
+/* Free the array; the heap is empty (and reusable) afterwards. */
+void lm_vocab_heap_free(struct heap *h);
+
+/* ---- symbols of a word being merged (spm.c, bpe.c) ---- */
+struct sym {
+    int32_t prev, next; /* neighbours in the list; -1 at the ends */
+    uint32_t off, n;    /* bytes of the text; n == 0: merged away */
+};
+
+/* Append symbol right (the next one of left) to symbol left and unlink it. */
+static inline void lm_vocab_sym_merge(struct sym *syms, int32_t left, int32_t right) {
+    struct sym *l = &syms[left], *r = &syms[right];
+    l->n += r->n;
+    r->n = 0;
+    l->next = r->next;
+    if (r->next >= 0) {
+        syms[r->next].prev = left;
+    }
+}
+
 /* ---- the vocab ---- */
 struct vocab_token {
     const char *text;

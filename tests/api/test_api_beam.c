@@ -257,9 +257,7 @@ static void test_stops(struct llama_model *m)
 
 int main(void)
 {
-    api_test_init();
-    struct llama_model *m = api_load("models/stories260K.gguf");
-    CHECK(m != NULL);
+    struct llama_model *m = api_start("models/stories260K.gguf");
     if (!m)
         return lm_test_summary();
     test_greedy(m);

@@ -155,9 +155,7 @@ static void test_eval(void)
 
 int main(void)
 {
-    api_test_init();
-    M = api_load("models/stories260K.gguf");
-    CHECK(M != NULL);
+    M = api_start("models/stories260K.gguf");
     if (!M)
         return lm_test_summary();
     NV = llama_n_vocab(M);

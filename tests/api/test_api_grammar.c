@@ -236,9 +236,7 @@ static void test_malformed(void)
 
 int main(void)
 {
-    api_test_init();
-    M = api_load("models/stories260K.gguf");
-    CHECK(M != NULL);
+    M = api_start("models/stories260K.gguf");
     if (!M)
         return lm_test_summary();
     CTX = api_ctx(M, 32, 32, false);

@@ -24,6 +24,14 @@ struct llama_model *api_load(const char *rel)
     return llama_load_model_from_file(lm_test_shared(rel), mp);
 }
 
+struct llama_model *api_start(const char *rel)
+{
+    api_test_init();
+    struct llama_model *m = api_load(rel);
+    CHECKF(m != NULL, "cannot load %s", rel);
+    return m;
+}
+
 struct llama_context *api_ctx(struct llama_model *m, uint32_t n_ctx, uint32_t n_batch, bool logits_all)
 {
     struct llama_context_params cp = llama_context_default_params();

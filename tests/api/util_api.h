@@ -9,6 +9,9 @@
 
 /* llama_backend_init and a log sink that stays quiet unless LAMINA_TEST_VERBOSE is set. */
 void api_test_init(void);
+/* api_test_init, then the model under ../shared at rel: a test's first step.
+ * A model that does not load is a failed check (and NULL). */
+struct llama_model *api_start(const char *rel);
 /* A model under ../shared (relative path); NULL on failure. */
 struct llama_model *api_load(const char *rel);
 /* A context with the given sizes, 2 threads, seed 1234. */

@@ -5,15 +5,25 @@
  *    sums, same float order); with each ISA's kernels they agree within a
  *    tight bound (only float accumulation order differs);
  *  - shapes: 1, odd and many activation rows (GEMV and GEMM), several K and
- *    M, permuted activations, 1..3 threads. */
+ *    M, permuted activations, 1..3 threads;
+ *  - the K-quant kernels called directly on random bytes (every code and
+ *    scale value) and on extreme inputs (all codes and scales at their maximum,
+ *    activations all +-127 / -128: the largest int16 partial sums), for every
+ *    column count 1..16 and an output stride: generic bit-identical to the
+ *    generic vec_dot, every ISA within 1e-5 of the dot of quant/'s decoded
+ *    values (weights and Q8_K activations). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <stddef.h>
+
 #include "alloc/alloc.h"
 #include "cpu/cpu.h"
 #include "cpu/cpu_internal.h"
+#include "cpu/kernels/gemm.h"
 #include "cpu/repack.h"
+#include "quant/blocks.h"
 #include "lm_test.h"
 #include "quant/quant.h"
 
@@ -26,9 +36,17 @@ static float frand(void)
     return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
 }
 
+static bool is_k(enum lm_type type)
+{
+    return type == LM_TYPE_Q2_K || type == LM_TYPE_Q3_K || type == LM_TYPE_Q4_K || type == LM_TYPE_Q5_K ||
+           type == LM_TYPE_Q6_K;
+}
+static bool is_float(enum lm_type type) { return type == LM_TYPE_F16 || type == LM_TYPE_BF16 || type == LM_TYPE_F32; }
+
+
 static void test_roundtrip(enum lm_type type)
 {
-    const int64_t M = 16, K = 96;
+    const int64_t M = 16, K = is_k(type) ? 512 : 96;
     float *f = malloc(sizeof(float) * M * K);
     for (int64_t i = 0; i < M * K; i++)
         f[i] = frand();
@@ -39,6 +57,11 @@ static void test_roundtrip(enum lm_type type)
     lm_unpack_rows(type, packed, back, M, K);
     CHECKF(!memcmp(plain, back, bytes), "%s: repack/unpack changed the bytes", lm_type_name(type));
     CHECK(memcmp(plain, packed, bytes) != 0);
+    for (size_t i = 0; i < bytes; i++) /* every bit pattern, not only what quantizers write */
+        plain[i] = (char)(frand() * 1000.0f);
+    lm_repack_rows(type, plain, packed, M, K);
+    lm_unpack_rows(type, packed, back, M, K);
+    CHECKF(!memcmp(plain, back, bytes), "%s: repack/unpack changed random bytes", lm_type_name(type));
     free(f);
     free(plain);
     free(packed);
@@ -85,7 +108,8 @@ static void run_matmul(enum lm_type type, lm_buft buft, const void *a_bytes, int
 
 static void test_matmul(enum lm_type type)
 {
-    static const int64_t Ks[] = {32, 96, 2048};
+    static const int64_t Ks_legacy[] = {32, 96, 2048}, Ks_k[] = {256, 768, 2048}, Ks_f[] = {16, 208, 2048};
+    const int64_t *Ks = is_k(type) ? Ks_k : is_float(type) ? Ks_f : Ks_legacy;
     static const int64_t Ms[] = {8, 24, 64};
     static const int64_t Ns[] = {1, 3, 16, 17, 70};
     int cases = 0;
@@ -136,11 +160,297 @@ static void test_matmul(enum lm_type type)
     printf("%s: %d repacked matmuls, worst nmse vs plain %.3g\n", lm_type_name(type), cases, worst);
 }
 
+/* ---- the K-quant kernels on crafted inputs ---- */
+
+enum act_fill { ACT_RANDOM, ACT_P127, ACT_M127, ACT_M128 };
+
+_Static_assert(offsetof(struct lm_block_q4_K, dmin) == offsetof(struct lm_block_q5_K, dmin), "Q4_K/Q5_K d, dmin");
+
+/* M plain rows of K elements with random (or all-0xFF) bytes, then finite
+ * fp16 scales d (and dmin) in [1e-3, 1.1e-2]. */
+static void craft_weights(enum lm_type type, uint8_t *plain, int64_t M, int64_t K, bool max)
+{
+    const size_t bs = lm_row_size(type, LM_QK_K);
+    const int64_t nblocks = M * K / LM_QK_K;
+    for (int64_t b = 0; b < nblocks; b++) {
+        uint8_t *blk = plain + (size_t)b * bs;
+        for (size_t i = 0; i < bs; i++)
+            blk[i] = max ? 0xFF : (uint8_t)(frand() * 1000.0f);
+        const lm_fp16 d = lm_fp32_to_fp16(1e-3f + 1e-2f * fabsf(frand()));
+        const lm_fp16 dm = lm_fp32_to_fp16(1e-3f + 1e-2f * fabsf(frand()));
+        if (type == LM_TYPE_Q4_K || type == LM_TYPE_Q5_K) { /* same offsets of d and dmin */
+            memcpy(blk + offsetof(struct lm_block_q4_K, d), &d, sizeof d);
+            memcpy(blk + offsetof(struct lm_block_q4_K, dmin), &dm, sizeof dm);
+        } else if (type == LM_TYPE_Q2_K) {
+            memcpy(blk + offsetof(struct lm_block_q2_K, d), &d, sizeof d);
+            memcpy(blk + offsetof(struct lm_block_q2_K, dmin), &dm, sizeof dm);
+        } else if (type == LM_TYPE_Q3_K) {
+            memcpy(blk + offsetof(struct lm_block_q3_K, d), &d, sizeof d);
+        } else {
+            memcpy(blk + offsetof(struct lm_block_q6_K, d), &d, sizeof d);
+        }
+    }
+}
+
+/* N Q8_K rows of K elements, row c at act + c * by; bsums consistent. */
+static void craft_acts(uint8_t *act, size_t by, int64_t N, int64_t K, enum act_fill fill)
+{
+    for (int64_t c = 0; c < N; c++) {
+        struct lm_block_q8_K *y = (struct lm_block_q8_K *)(act + (size_t)c * by);
+        for (int64_t b = 0; b < K / LM_QK_K; b++) {
+            y[b].d = 5e-3f + 1e-2f * fabsf(frand());
+            for (int i = 0; i < LM_QK_K; i++) {
+                int v = (int)floorf(frand() * 128.0f);
+                v = fill == ACT_P127 ? 127 : fill == ACT_M127 ? -127 : fill == ACT_M128 ? -128 : v;
+                y[b].qs[i] = (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);
+            }
+            for (int j = 0; j < LM_QK_K / 16; j++) {
+                int sum = 0;
+                for (int i = 0; i < 16; i++)
+                    sum += y[b].qs[16 * j + i];
+                y[b].bsums[j] = (int16_t)sum;
+            }
+        }
+    }
+}
+
+/* One 8-row group against nc activation rows through every ISA's gemm_x8:
+ * generic bit-identical to the generic vec_dot; every ISA within 1e-5 of the
+ * double dot of the decoded values (bound as tests/cpu/test_kernels.c). */
+static void kernel_case(enum lm_type type, int64_t K, int nc, bool wmax, enum act_fill fill, double *worst)
+{
+    enum { LDC = 11 };
+    const size_t wbytes = lm_row_size(type, K) * LM_REPACK_ROWS, by = lm_row_size(LM_TYPE_Q8_K, K) + 8;
+    uint8_t *plain = malloc(wbytes), *packed = malloc(wbytes), *act = malloc(by * (size_t)nc);
+    float *wf = malloc(sizeof(float) * (size_t)(K * LM_REPACK_ROWS)), *af = malloc(sizeof(float) * (size_t)K);
+    float out[LM_GEMM_MAX_NC * LDC];
+    craft_weights(type, plain, LM_REPACK_ROWS, K, wmax);
+    craft_acts(act, by, nc, K, fill);
+    lm_repack_rows(type, plain, packed, LM_REPACK_ROWS, K);
+    lm_quant_traits(type)->to_float(plain, wf, K * LM_REPACK_ROWS);
+    const struct lm_cpu_kernels *gen = lm_cpu_kernels_for(LM_ISA_GENERIC);
+    for (int isa = 0; isa <= (int)lm_cpu_isa_best(); isa++) {
+        const struct lm_cpu_kernels *kt = lm_cpu_kernels_for((enum lm_cpu_isa)isa);
+        if (!kt || !kt->type[type].gemm_x8)
+            continue;
+        for (int i = 0; i < LM_GEMM_MAX_NC * LDC; i++)
+            out[i] = 1234.5f;
+        kt->type[type].gemm_x8(K, out, LDC, packed, act, by, NULL, nc);
+        bool ok = true;
+        for (int c = 0; c < nc && ok; c++) {
+            lm_quant_traits(LM_TYPE_Q8_K)->to_float(act + (size_t)c * by, af, K);
+            for (int r = 0; r < LDC && ok; r++) {
+                const float got = out[c * LDC + r];
+                if (r >= LM_REPACK_ROWS) {
+                    ok = got == 1234.5f;
+                    CHECKF(ok, "%s: gemm wrote outside its 8 rows (col %d, row %d)", lm_type_name(type), c, r);
+                    continue;
+                }
+                const float *x = wf + r * K;
+                double want = 0, mag = 0;
+                for (int64_t b = 0; b < K / LM_QK_K; b++) {
+                    float bmax = 0;
+                    for (int i = 0; i < LM_QK_K; i++)
+                        bmax = fmaxf(bmax, fabsf(x[b * LM_QK_K + i]));
+                    for (int i = 0; i < LM_QK_K; i++) {
+                        want += (double)x[b * LM_QK_K + i] * af[b * LM_QK_K + i];
+                        mag += (fabs(x[b * LM_QK_K + i]) + bmax) * fabs(af[b * LM_QK_K + i]);
+                    }
+                }
+                const double err = fabs(got - want) / (mag > 0 ? mag : 1);
+                *worst = err > *worst ? err : *worst;
+                ok = err <= 1e-5;
+                CHECKF(ok, "%s %s K%lld nc %d col %d row %d: %.9g vs %.9g (rel %.3g)", lm_type_name(type),
+                       lm_cpu_isa_name((enum lm_cpu_isa)isa), (long long)K, nc, c, r, got, want, err);
+                if (isa == LM_ISA_GENERIC && ok) {
+                    float v;
+                    gen->type[type].vec_dot(K, &v, plain + (size_t)r * lm_row_size(type, K), act + (size_t)c * by);
+                    ok = !memcmp(&v, &got, sizeof v);
+                    CHECKF(ok, "%s generic K%lld col %d row %d: %.9g, vec_dot %.9g", lm_type_name(type),
+                           (long long)K, c, r, got, v);
+                }
+            }
+        }
+    }
+    free(plain);
+    free(packed);
+    free(act);
+    free(wf);
+    free(af);
+}
+
+static void test_kernels_k(enum lm_type type)
+{
+    double worst = 0;
+    int cases = 0;
+    for (int nc = 1; nc <= LM_GEMM_MAX_NC; nc++, cases++)
+        kernel_case(type, nc % 3 == 0 ? 1280 : 256 * (1 + nc % 2), nc, false, ACT_RANDOM, &worst);
+    static const int ncs[] = {1, 4, 5, 16};
+    for (int i = 0; i < 4; i++) {
+        for (int f = ACT_P127; f <= ACT_M128; f++, cases += 2) {
+            kernel_case(type, 512, ncs[i], true, (enum act_fill)f, &worst);
+            kernel_case(type, 256, ncs[i], false, (enum act_fill)f, &worst);
+        }
+    }
+    printf("%s: %d direct gemm cases, worst error / magnitude %.3g\n", lm_type_name(type), cases, worst);
+}
+
+/* ---- the float kernels (f16x8, bf16x8, f32x8) ---- */
+
+/* Values in [-1, 1), or small integers (exact: every partial sum of a dot is
+ * an integer < 2^24, so every order of summation gives the same bits). */
+static float fval(bool exact) { return exact ? (float)(int)(frand() * 5.0f) : frand(); }
+
+/* One 8-row group against nc activation rows (byte stride not a multiple of
+ * 32) through every ISA's gemm_x8 with that table's activation type and
+ * encoder, output stride LDC > 8: nothing written past the group's 8 rows;
+ * generic bit-identical to the generic vec_dot of the plain row with the
+ * activations in its dot type; every ISA within 4.8e-7 (K/8 + 8) sum|w a| of
+ * the double dot of the rounded values (the reordering bound of
+ * tests/cpu/test_kernels.c), exactly equal to it for integer inputs. */
+static void float_case(enum lm_type type, int64_t K, int nc, bool exact, double *worst)
+{
+    enum { LDC = 11 };
+    const struct lm_cpu_kernels *gen = lm_cpu_kernels_for(LM_ISA_GENERIC);
+    const enum lm_type vt = gen->type[type].vec_dot_type;
+    const size_t wbytes = lm_row_size(type, K) * LM_REPACK_ROWS, by = sizeof(float) * (size_t)K + 12;
+    char *plain = malloc(wbytes), *packed = malloc(wbytes), *act = malloc(by * (size_t)nc);
+    char *dotrow = malloc(lm_row_size(vt, K) * (size_t)nc);
+    float *wf = malloc(sizeof(float) * (size_t)(K * LM_REPACK_ROWS)), *xf = malloc(sizeof(float) * (size_t)(K * nc));
+    float *af = malloc(sizeof(float) * (size_t)K);
+    float out[LM_GEMM_MAX_NC * LDC];
+    for (int64_t i = 0; i < K * LM_REPACK_ROWS; i++)
+        wf[i] = fval(exact);
+    for (int64_t i = 0; i < K * nc; i++)
+        xf[i] = fval(exact);
+    lm_quantize_chunk(type, wf, plain, 0, LM_REPACK_ROWS, K, NULL);
+    lm_quant_traits(type)->to_float(plain, wf, K * LM_REPACK_ROWS); /* the stored values */
+    lm_repack_rows(type, plain, packed, LM_REPACK_ROWS, K);
+    for (int c = 0; c < nc; c++)
+        gen->type[vt].from_float(xf + c * K, dotrow + (size_t)c * lm_row_size(vt, K), K);
+    for (int isa = 0; isa <= (int)lm_cpu_isa_best(); isa++) {
+        const struct lm_cpu_kernels *kt = lm_cpu_kernels_for((enum lm_cpu_isa)isa);
+        if (!kt || !kt->type[type].gemm_x8)
+            continue;
+        const struct lm_cpu_type_kernels *tk = &kt->type[type];
+        CHECK(!tk->gemm_sums && lm_row_size(tk->gemm_vt, K) <= by - 12);
+        lm_from_float_fn enc = tk->gemm_from_float ? tk->gemm_from_float : kt->type[tk->gemm_vt].from_float;
+        for (int c = 0; c < nc; c++)
+            enc(xf + c * K, act + (size_t)c * by, K);
+        for (int i = 0; i < LM_GEMM_MAX_NC * LDC; i++)
+            out[i] = 1234.5f;
+        tk->gemm_x8(K, out, LDC, packed, act, by, NULL, nc);
+        bool ok = true;
+        for (int c = 0; c < nc && ok; c++) {
+            lm_quant_traits(tk->gemm_vt)->to_float(act + (size_t)c * by, af, K);
+            for (int r = 0; r < LDC && ok; r++) {
+                const float got = out[c * LDC + r];
+                if (r >= LM_REPACK_ROWS) {
+                    ok = got == 1234.5f;
+                    CHECKF(ok, "%s: gemm wrote outside its 8 rows (col %d, row %d)", lm_type_name(type), c, r);
+                    continue;
+                }
+                double want = 0, mag = 0;
+                for (int64_t i = 0; i < K; i++) {
+                    want += (double)wf[r * K + i] * af[i];
+                    mag += fabs((double)wf[r * K + i] * af[i]);
+                }
+                const double err = fabs(got - want), bound = exact ? 0 : 4.8e-7 * (double)(K / 8 + 8) * mag;
+                *worst = mag > 0 && err / mag > *worst ? err / mag : *worst;
+                ok = err <= bound;
+                CHECKF(ok, "%s %s K%lld nc %d col %d row %d: %.9g vs %.9g (bound %.3g)", lm_type_name(type),
+                       lm_cpu_isa_name((enum lm_cpu_isa)isa), (long long)K, nc, c, r, got, want, bound);
+                if (isa == LM_ISA_GENERIC && ok) {
+                    float v;
+                    gen->type[type].vec_dot(K, &v, plain + (size_t)r * lm_row_size(type, K),
+                                            dotrow + (size_t)c * lm_row_size(vt, K));
+                    ok = !memcmp(&v, &got, sizeof v);
+                    CHECKF(ok, "%s generic K%lld col %d row %d: %.9g, vec_dot %.9g", lm_type_name(type),
+                           (long long)K, c, r, got, v);
+                }
+            }
+        }
+    }
+    free(plain);
+    free(packed);
+    free(act);
+    free(dotrow);
+    free(wf);
+    free(xf);
+    free(af);
+}
+
+static void test_kernels_float(enum lm_type type)
+{
+    double worst = 0;
+    int cases = 0;
+    for (int nc = 1; nc <= LM_GEMM_MAX_NC; nc++, cases += 2) {
+        float_case(type, lm_repack_desc(type)->k_multiple * (1 + nc % 5), nc, false, &worst);
+        float_case(type, nc % 2 ? 2048 : 976, nc, nc % 4 == 1, &worst);
+    }
+    printf("%s: %d direct gemm cases, worst error / magnitude %.3g\n", lm_type_name(type), cases, worst);
+}
+
+/* The BF16 weights' activation encoder: the generic one rounds like
+ * core/fp16.h (round to nearest even, checked on known ties), and every ISA's
+ * gives the generic bits for every input (ties, overflow to inf, subnormals,
+ * infinities, quiet and signalling NaNs, random bit patterns) and length. */
+static void test_float_encoders(void)
+{
+    static const uint32_t special[] = {0x00000000u, 0x80000000u, 0x3f800000u, 0xbf800000u, 0x7f7fffffu, 0xff7f8000u,
+                                       0x7f7f7fffu, 0xff800000u, 0x7f800000u, 0x7fc00000u, 0xffc00001u, 0x7f800001u,
+                                       0x7fa00000u, 0x00000001u, 0x00008000u, 0x00018000u, 0x80007fffu, 0x3f808000u,
+                                       0x3f818000u, 0x3f808001u};
+    const size_t ns = sizeof special / sizeof special[0];
+    enum { N = 1031 };
+    float x[N], want[N], got[N];
+    for (int i = 0; i < N; i++) {
+        uint32_t u = (size_t)i < ns ? special[i] : (uint32_t)(frand() * 2147483647.0f) ^ ((uint32_t)i << 20);
+        memcpy(&x[i], &u, sizeof u);
+    }
+    const struct lm_cpu_kernels *gen = lm_cpu_kernels_for(LM_ISA_GENERIC);
+    lm_from_float_fn ref = gen->type[LM_TYPE_BF16].gemm_from_float;
+    CHECK(ref != NULL);
+    const float tie[] = {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, 0x1.fffffep127f};
+    float r[3];
+    ref(tie, r, 3);
+    CHECK(r[0] == 1.0f && r[1] == 1.0f + 0x1p-6f && isinf(r[2]));
+    for (int isa = 1; isa <= (int)lm_cpu_isa_best(); isa++) {
+        const struct lm_cpu_kernels *kt = lm_cpu_kernels_for((enum lm_cpu_isa)isa);
+        if (!kt)
+            continue;
+        lm_from_float_fn enc = kt->type[LM_TYPE_BF16].gemm_from_float;
+        for (int n = 0; n <= N; n += n < 40 ? 1 : N - 40) {
+            for (int off = 0; off < 2 && off + n <= N; off++) {
+                memset(got, 0x5a, sizeof got);
+                memset(want, 0x5a, sizeof want);
+                enc(x + off, got, n);
+                ref(x + off, want, n);
+                CHECKF(!memcmp(got, want, sizeof got), "bf16 %s encoder, n %d offset %d: not the generic bits",
+                       lm_cpu_isa_name((enum lm_cpu_isa)isa), n, off);
+            }
+        }
+    }
+}
+
 int main(void)
 {
     test_roundtrip(LM_TYPE_Q4_0);
     test_roundtrip(LM_TYPE_Q8_0);
     test_matmul(LM_TYPE_Q4_0);
     test_matmul(LM_TYPE_Q8_0);
+    static const enum lm_type ktypes[] = {LM_TYPE_Q2_K, LM_TYPE_Q3_K, LM_TYPE_Q4_K, LM_TYPE_Q5_K, LM_TYPE_Q6_K};
+    for (int i = 0; i < 5; i++) {
+        test_roundtrip(ktypes[i]);
+        test_kernels_k(ktypes[i]);
+        test_matmul(ktypes[i]);
+    }
+    test_float_encoders();
+    for (int t = 0; t < 3; t++) {
+        const enum lm_type type = t == 0 ? LM_TYPE_F16 : t == 1 ? LM_TYPE_BF16 : LM_TYPE_F32;
+        test_roundtrip(type);
+        test_kernels_float(type);
+        test_matmul(type);
+    }
     return lm_test_summary();
 }

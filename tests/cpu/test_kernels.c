@@ -61,31 +61,7 @@ static int n_isas(const struct lm_cpu_kernels *tables[LM_ISA_COUNT])
     return n;
 }
 
-/* Decode n elements of type t to floats with quant/'s reference decoder. */
-static void decode_ref(enum lm_type t, const void *x, float *y, int64_t n)
-{
-    if (t == LM_TYPE_F32)
-        memcpy(y, x, (size_t)n * sizeof(float));
-    else
-        lm_quant_traits(t)->to_float(x, y, n);
-}
-
 /* ---- 1. reference data ---- */
-
-/* sum_i (|x_i| + max|x| of x_i's block) * |y_i|: the scale of the rounding
- * error of a blocked dot (K-quant mins can cancel inside a block). */
-static double dot_scale(const float *x, const float *y, int64_t n, int64_t blk)
-{
-    double s = 0.0;
-    for (int64_t b = 0; b < n; b += blk) {
-        double mx = 0.0;
-        for (int64_t i = b; i < b + blk && i < n; i++)
-            mx = fabs(x[i]) > mx ? fabs(x[i]) : mx;
-        for (int64_t i = b; i < b + blk && i < n; i++)
-            s += (fabs(x[i]) + mx) * fabs(y[i]);
-    }
-    return s;
-}
 
 /* The dot llama.cpp's kernels compute, in double: sum x_i y_i, except that
  * for Q4_1/Q5_1 the min term uses the Q8_1 block's stored fp16 s = d*sum(q)
@@ -141,11 +117,11 @@ static void fixture_dots_type(const struct lm_cpu_kernels *k, enum lm_type t, co
     int bad = 0;
     for (int a = 0; a < 3; a++) {
         k->type[vt].from_float(input + act_rows[a] * FIX_COLS, yq, FIX_COLS);
-        decode_ref(vt, yq, yf, FIX_COLS);
+        uc_decode(vt, yq, yf, FIX_COLS);
         for (int r = 0; r < FIX_ROWS; r++) {
             const float *x = deq + r * FIX_COLS;
             const double want = expected_dot(t, x, (const char *)blocks + (size_t)r * row, yf, yq);
-            const double tol = 1e-5 * dot_scale(x, yf, FIX_COLS, lm_type_blck(t) > 1 ? lm_type_blck(t) : 1) + 1e-30;
+            const double tol = 1e-5 * uc_dot_scale(x, yf, FIX_COLS, lm_type_blck(t) > 1 ? lm_type_blck(t) : 1) + 1e-30;
             float got = NAN;
             k->type[t].vec_dot(FIX_COLS, &got, (const char *)blocks + (size_t)r * row, yq);
             if (!(fabs(got - want) <= tol) && bad++ < 3)
@@ -282,9 +258,9 @@ static void isa_dot(const struct lm_cpu_kernels *k, const struct lm_cpu_kernels 
             float *xf = malloc(sizeof(float) * (size_t)(n + 1)), *yf = malloc(sizeof(float) * (size_t)(n + 1));
             random_row(r, t, x, n);
             random_row(r, vt, y, n);
-            decode_ref(t, x, xf, n);
-            decode_ref(vt, y, yf, n);
-            double scale = dot_scale(xf, yf, n, blocked ? lm_type_blck(t) : 1);
+            uc_decode(t, x, xf, n);
+            uc_decode(vt, y, yf, n);
+            double scale = uc_dot_scale(xf, yf, n, blocked ? lm_type_blck(t) : 1);
             const double terms = (double)(blocked ? n / lm_type_blck(t) : n / 8) + 8.0;
             const double tol = 4.8e-7 * terms * scale + 1e-30;
             float a = NAN, b = NAN;
@@ -662,12 +638,12 @@ static void test_backend_iq2(lm_backend_t be, enum lm_type t)
         int bad = 0;
         for (int j = 0; j < 3; j++) {
             lm_cpu_kernels()->type[LM_TYPE_Q8_K].from_float(input + act[j] * FIX_COLS, yq, FIX_COLS);
-            decode_ref(LM_TYPE_Q8_K, yq, yf, FIX_COLS);
+            uc_decode(LM_TYPE_Q8_K, yq, yf, FIX_COLS);
             for (int m = 0; m < FIX_ROWS; m++) {
                 double want = 0.0;
                 for (int i = 0; i < FIX_COLS; i++)
                     want += (double)deq[m * FIX_COLS + i] * yf[i];
-                double tol = 1e-5 * dot_scale(deq + m * FIX_COLS, yf, FIX_COLS, 256) + 1e-30;
+                double tol = 1e-5 * uc_dot_scale(deq + m * FIX_COLS, yf, FIX_COLS, 256) + 1e-30;
                 float got = ((const float *)out->data)[j * FIX_ROWS + m];
                 bad += !(fabs(got - want) <= tol);
             }
@@ -700,7 +676,7 @@ static void test_backend_dequant_path(lm_backend_t be[MAX_THREADS], enum lm_type
         for (int64_t i2 = 0; i2 < 4; i2++) {
             for (int64_t n = 0; n < N; n++) {
                 for (int64_t row = 0; row < M; row++) {
-                    decode_ref(t, (const char *)m.a + (size_t)(row + (i2 / 2) * M) * lm_row_size(t, K), arow, K);
+                    uc_decode(t, (const char *)m.a + (size_t)(row + (i2 / 2) * M) * lm_row_size(t, K), arow, K);
                     float want;
                     k->type[LM_TYPE_F32].vec_dot(K, &want, arow, m.b + (i2 * N + n) * K);
                     bad += memcmp(&want, &m.out[(i2 * N + n) * M + row], sizeof want) != 0;

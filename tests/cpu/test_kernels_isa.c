@@ -119,28 +119,6 @@ static void make_acts(struct uc_rng *r, enum lm_type vt, uint8_t *y, int64_t n, 
     }
 }
 
-static void decode(enum lm_type t, const void *x, float *y, int64_t n)
-{
-    if (t == LM_TYPE_F32)
-        memcpy(y, x, (size_t)n * 4);
-    else
-        lm_quant_traits(t)->to_float(x, y, n);
-}
-
-/* sum_i (|x_i| + max|x| of x_i's block) |y_i| (as test_kernels.c). */
-static double dot_scale(const float *x, const float *y, int64_t n, int64_t blk)
-{
-    double s = 0.0;
-    for (int64_t b = 0; b < n; b += blk) {
-        double mx = 0.0;
-        for (int64_t i = b; i < b + blk && i < n; i++)
-            mx = fabs(x[i]) > mx ? fabs(x[i]) : mx;
-        for (int64_t i = b; i < b + blk && i < n; i++)
-            s += (fabs(x[i]) + mx) * fabs(y[i]);
-    }
-    return s;
-}
-
 /* One case: returns true when the ISA result is acceptable. */
 static bool dot_case(const struct lm_cpu_kernels *k, const struct lm_cpu_kernels *g, enum lm_type t, int64_t n,
                      enum mode m, int variant, struct uc_rng *r)
@@ -161,10 +139,10 @@ static bool dot_case(const struct lm_cpu_kernels *k, const struct lm_cpu_kernels
         ok = memcmp(&a, &b, sizeof a) == 0;
     } else {
         float *xf = malloc(sizeof(float) * (size_t)(n + 1)), *yf = malloc(sizeof(float) * (size_t)(n + 1));
-        decode(t, x, xf, n);
-        decode(vt, y, yf, n);
+        uc_decode(t, x, xf, n);
+        uc_decode(vt, y, yf, n);
         const double terms = (double)(blocked ? n / lm_type_blck(t) : n / 8) + 8.0;
-        tol = 4.8e-7 * terms * dot_scale(xf, yf, n, blocked ? lm_type_blck(t) : 1) + 1e-30;
+        tol = 4.8e-7 * terms * uc_dot_scale(xf, yf, n, blocked ? lm_type_blck(t) : 1) + 1e-30;
         ok = fabs((double)a - b) <= tol;
         free(xf);
         free(yf);

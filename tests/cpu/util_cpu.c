@@ -1,11 +1,13 @@
 /* util_cpu.c - see util_cpu.h. */
 #include "util_cpu.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lm_test.h"
+#include "quant/quant.h"
 
 void uc_seed(struct uc_rng *r, uint64_t seed) { r->s = seed ? seed : 0x9E3779B97F4A7C15ull; }
 
@@ -78,4 +80,25 @@ void uc_fill(struct lm_tensor *t, struct uc_rng *r, float lo, float hi)
             for (int64_t i1 = 0; i1 < t->ne[1]; i1++)
                 for (int64_t i0 = 0; i0 < t->ne[0]; i0++)
                     lm_set_f32_nd(t, i0, i1, i2, i3, uc_float(r, lo, hi));
+}
+
+void uc_decode(enum lm_type t, const void *x, float *y, int64_t n)
+{
+    if (t == LM_TYPE_F32)
+        memcpy(y, x, (size_t)n * sizeof(float));
+    else
+        lm_quant_traits(t)->to_float(x, y, n);
+}
+
+double uc_dot_scale(const float *x, const float *y, int64_t n, int64_t blk)
+{
+    double s = 0.0;
+    for (int64_t b = 0; b < n; b += blk) {
+        double mx = 0.0;
+        for (int64_t i = b; i < b + blk && i < n; i++)
+            mx = fabs(x[i]) > mx ? fabs(x[i]) : mx;
+        for (int64_t i = b; i < b + blk && i < n; i++)
+            s += (fabs(x[i]) + mx) * fabs(y[i]);
+    }
+    return s;
 }

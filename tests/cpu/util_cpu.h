@@ -33,6 +33,14 @@ struct lm_ctx *uc_ctx(size_t bytes);
 /* Compute the graph of t on be; returns the status. */
 lm_status uc_compute(lm_backend_t be, struct lm_ctx *ctx, struct lm_tensor *t);
 
+/* Decode n elements of type t to floats with quant/'s reference decoder
+ * (F32: a copy). */
+void uc_decode(enum lm_type t, const void *x, float *y, int64_t n);
+
+/* sum_i (|x_i| + max|x| of x_i's block of blk) * |y_i|: the scale of the
+ * rounding error of a blocked dot (K-quant mins can cancel inside a block). */
+double uc_dot_scale(const float *x, const float *y, int64_t n, int64_t blk);
+
 /* Fill a F32 tensor (any strides) with uniform [lo, hi). */
 void uc_fill(struct lm_tensor *t, struct uc_rng *r, float lo, float hi);
 

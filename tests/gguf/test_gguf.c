@@ -50,6 +50,20 @@ static uint64_t arr_n(const struct lm_gguf *g, const char *key, enum lm_gguf_typ
 }
 
 /* Tensor `name` exists with shape ne (n_dims dims) and type. */
+/* How many of strings [0, n) of array key ia of a and key ib of b differ. */
+static int arr_str_diffs(const struct lm_gguf *a, int64_t ia, const struct lm_gguf *b, int64_t ib, uint64_t n)
+{
+    int bad = 0;
+    for (uint64_t j = 0; j < n; j++) {
+        const char *sa = NULL, *sb = NULL;
+        size_t la = 0, lb = 0;
+        lm_gguf_get_arr_str(a, ia, j, &sa, &la);
+        lm_gguf_get_arr_str(b, ib, j, &sb, &lb);
+        bad += !sa || !sb || la != lb || memcmp(sa, sb, la);
+    }
+    return bad;
+}
+
 static void check_tensor(const struct lm_gguf *g, const char *name, int n_dims, int64_t ne0, int64_t ne1,
                          enum lm_type type)
 {
@@ -192,15 +206,7 @@ static void test_stories_v1(void)
         CHECK(lm_gguf_get_arr_n(g1, i1, &m1) == LM_OK && lm_gguf_get_arr_n(g3, i3, &m3) == LM_OK && m1 == 512 &&
               m3 == 512);
         if (k == 0) {
-            int bad = 0;
-            for (uint64_t j = 0; j < m1; j++) {
-                const char *s1 = NULL, *s3 = NULL;
-                size_t l1 = 0, l3 = 0;
-                lm_gguf_get_arr_str(g1, i1, j, &s1, &l1);
-                lm_gguf_get_arr_str(g3, i3, j, &s3, &l3);
-                bad += !s1 || !s3 || l1 != l3 || memcmp(s1, s3, l1);
-            }
-            CHECK(bad == 0);
+            CHECK(arr_str_diffs(g1, i1, g3, i3, m1) == 0);
         } else {
             const void *d1 = NULL, *d3 = NULL;
             CHECK(lm_gguf_get_arr_data(g1, i1, &d1) == LM_OK && lm_gguf_get_arr_data(g3, i3, &d3) == LM_OK);
@@ -327,15 +333,7 @@ static void test_tiny_random(void)
     int64_t a = lm_gguf_find_key(g, "tokenizer.ggml.tokens"), b = lm_gguf_find_key(v, "tokenizer.ggml.tokens");
     uint64_t na = 0, nb = 0;
     CHECK(lm_gguf_get_arr_n(g, a, &na) == LM_OK && lm_gguf_get_arr_n(v, b, &nb) == LM_OK && na == 32000 && nb == na);
-    int bad = 0;
-    for (uint64_t j = 0; j < na && j < nb; j++) {
-        const char *s1 = NULL, *s2 = NULL;
-        size_t l1 = 0, l2 = 0;
-        lm_gguf_get_arr_str(g, a, j, &s1, &l1);
-        lm_gguf_get_arr_str(v, b, j, &s2, &l2);
-        bad += !s1 || !s2 || l1 != l2 || memcmp(s1, s2, l1);
-    }
-    CHECK(bad == 0);
+    CHECK(arr_str_diffs(g, a, v, b, na < nb ? na : nb) == 0);
 out:
     lm_gguf_close(g);
     lm_gguf_close(v);

@@ -107,12 +107,19 @@ static char *read_text(const char *rel)
     return buf;
 }
 
-static void check_types(const char *ft, const struct lm_gguf *g)
+/* The text of fixture FIX<ft><suffix>; a failed check (and NULL) if missing. */
+static char *read_fixture(const char *ft, const char *suffix)
 {
     char rel[128];
-    snprintf(rel, sizeof rel, FIX "%s.types.txt", ft);
+    snprintf(rel, sizeof rel, FIX "%s%s", ft, suffix);
     char *txt = read_text(rel);
     CHECKF(txt != NULL, "missing %s", rel);
+    return txt;
+}
+
+static void check_types(const char *ft, const struct lm_gguf *g)
+{
+    char *txt = read_fixture(ft, ".types.txt");
     if (!txt)
         return;
     int64_t i = 0, bad = 0;
@@ -135,10 +142,7 @@ static void check_types(const char *ft, const struct lm_gguf *g)
 /* Per-tensor sha256 and whole-file sha256 against <FT>.tensors.sha256. */
 static void check_hashes(const char *ft, const struct lm_gguf *g, const uint8_t *file, size_t file_size)
 {
-    char rel[128];
-    snprintf(rel, sizeof rel, FIX "%s.tensors.sha256", ft);
-    char *txt = read_text(rel);
-    CHECKF(txt != NULL, "missing %s", rel);
+    char *txt = read_fixture(ft, ".tensors.sha256");
     if (!txt)
         return;
     int64_t i = 0, bad = 0, ok = 0;

@@ -10,6 +10,55 @@ void gemm_q4_0x8_q8_0_avx2(int64_t k, float *s, size_t ldc, const void *x, const
 void gemm_q8_0x8_q8_0_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                            const int16_t *ysum, int nc);
 
+/* K-quant groups (q2_Kx8 .. q6_Kx8) x Q8_K activations: generic
+ * (kernels/generic/gemm_kquant_generic.c, bit-identical to the generic
+ * vec_dot) and AVX2 (kernels/x86-avx2/gemm_kquant_avx2.c). */
+void gemm_q2_Kx8_q8_K_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                               const int16_t *ysum, int nc);
+void gemm_q3_Kx8_q8_K_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                               const int16_t *ysum, int nc);
+void gemm_q4_Kx8_q8_K_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                               const int16_t *ysum, int nc);
+void gemm_q5_Kx8_q8_K_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                               const int16_t *ysum, int nc);
+void gemm_q6_Kx8_q8_K_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                               const int16_t *ysum, int nc);
+void gemm_q2_Kx8_q8_K_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                           const int16_t *ysum, int nc);
+void gemm_q3_Kx8_q8_K_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                           const int16_t *ysum, int nc);
+void gemm_q4_Kx8_q8_K_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                           const int16_t *ysum, int nc);
+void gemm_q5_Kx8_q8_K_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                           const int16_t *ysum, int nc);
+void gemm_q6_Kx8_q8_K_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                           const int16_t *ysum, int nc);
+
+/* Float groups (f16x8, bf16x8, f32x8); ysum is unused. Activation rows: F16
+ * for F16 weights (the F16 encoder of the table: gemm_vt F16, the plain
+ * path's rows); for BF16 weights F32 rows rounded through BF16 by the
+ * encoders below (gemm_vt F32); F32 rows for F32 weights. Generic
+ * (kernels/generic/gemm_float_generic.c): bit-identical to the generic
+ * vec_dot; AVX2 (kernels/x86-avx2/gemm_float_avx2.c): FMA, 8 lanes. */
+void gemm_f16x8_f16_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                            const int16_t *ysum, int nc);
+void gemm_bf16x8_f32_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                             const int16_t *ysum, int nc);
+void gemm_f32x8_f32_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                            const int16_t *ysum, int nc);
+void gemm_f16x8_f16_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                         const int16_t *ysum, int nc);
+void gemm_bf16x8_f32_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                          const int16_t *ysum, int nc);
+void gemm_f32x8_f32_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                         const int16_t *ysum, int nc);
+/* The BF16 weights' activation encoder (gemm_from_float): n floats (any
+ * n >= 0) to n floats, each rounded to nearest even through BF16 (NaN made
+ * quiet, as lm_fp32_to_bf16) and widened back. Both versions give the same
+ * bits for every input. */
+void fp32_round_bf16_row_generic(const float *x, void *y, int64_t n);
+void fp32_round_bf16_row_avx2(const float *x, void *y, int64_t n);
+
 /* Fill the gemm_x8 slots of an AVX2-level table (kernels/x86-avx2/gemm_avx2.c). */
 void lm_cpu_gemm_init_avx2(struct lm_cpu_kernels *k);
 

@@ -55,18 +55,14 @@ void lm_cpu_op_argsort(const struct lm_cpu_params *p, struct lm_tensor *dst)
     const int64_t n = a->ne[0];
     float *v = lm_cpu_wslice(p, 0, (size_t)n * 3 * sizeof(int32_t));
     int32_t *idx = (int32_t *)(v + n), *tmp = idx + n;
-    int64_t r0, r1;
-    lm_cpu_split(lm_nrows(a), p->ith, p->nth, &r0, &r1);
-    for (int64_t r = r0; r < r1; r++) {
-        int64_t i1, i2, i3;
-        lm_cpu_row_index(a, r, &i1, &i2, &i3);
-        const char *x = lm_cpu_elem(a, 0, i1, i2, i3);
+    for (struct lm_cpu_rows it = lm_cpu_rows(p, a); lm_cpu_rows_next(&it);) {
+        const char *x = lm_cpu_row(a, &it);
         for (int64_t i = 0; i < n; i++) {
             v[i] = *(const float *)(x + i * (int64_t)a->nb[0]);
             idx[i] = (int32_t)i;
         }
         const int32_t *sorted = merge_sort(v, idx, tmp, n, desc);
-        char *y = lm_cpu_elem(dst, 0, i1, i2, i3);
+        char *y = lm_cpu_row(dst, &it);
         for (int64_t i = 0; i < n; i++)
             *(int32_t *)(y + i * (int64_t)dst->nb[0]) = sorted[i];
     }

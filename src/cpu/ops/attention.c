@@ -109,17 +109,6 @@ static void attn_ranges(const struct attn_ctx *c, const struct lm_cpu_params *p,
     }
 }
 
-/* ALiBi slope of head h (softmax.c's float formula). */
-static float alibi_slope(float max_bias, int64_t n_head, int64_t h)
-{
-    if (max_bias <= 0.0f)
-        return 1.0f;
-    const uint32_t n = 1u << (uint32_t)floorf(log2f((float)n_head));
-    const float m0 = powf(2.0f, -max_bias / (float)n);
-    const float m1 = powf(2.0f, -(max_bias / 2.0f) / (float)n);
-    return h < (int64_t)n ? powf(m0, (float)(h + 1)) : powf(m1, (float)(2 * (h - (int64_t)n) + 1));
-}
-
 /* q[:, i, h] rounded to k's dot type, as the kernel reads it. */
 static const void *attn_q(const struct attn_ctx *c, char *scratch, int64_t i, int64_t h)
 {
@@ -143,7 +132,7 @@ static void attn_softmax(const struct attn_ctx *c, const void *qc, float *s, int
                          int64_t hi)
 {
     const int64_t g = h / c->ratio;
-    const float slope = alibi_slope(c->max_bias, c->n_head, h);
+    const float slope = lm_cpu_alibi_slope(c->max_bias, c->n_head, h);
     const char *krow = (const char *)c->k->data + g * (int64_t)c->k->nb[2];
     float max = -INFINITY;
     for (int64_t j = lo; j < hi; j++) {

@@ -47,14 +47,10 @@ void lm_cpu_op_binary(const struct lm_cpu_params *p, struct lm_tensor *dst)
     const struct lm_tensor *a = dst->src[0], *b = dst->src[1];
     const int64_t n = dst->ne[0], nb0 = b->ne[0];
     const bool contig = dst->nb[0] == sizeof(float) && a->nb[0] == sizeof(float) && b->nb[0] == sizeof(float);
-    int64_t r0, r1;
-    lm_cpu_split(lm_nrows(dst), p->ith, p->nth, &r0, &r1);
-    for (int64_t r = r0; r < r1; r++) {
-        int64_t i1, i2, i3;
-        lm_cpu_row_index(dst, r, &i1, &i2, &i3);
-        char *d = lm_cpu_elem(dst, 0, i1, i2, i3);
-        const char *x = lm_cpu_elem(a, 0, i1, i2, i3);
-        const char *y = lm_cpu_elem(b, 0, i1 % b->ne[1], i2 % b->ne[2], i3 % b->ne[3]);
+    for (struct lm_cpu_rows it = lm_cpu_rows(p, dst); lm_cpu_rows_next(&it);) {
+        char *d = lm_cpu_row(dst, &it);
+        const char *x = lm_cpu_row(a, &it);
+        const char *y = lm_cpu_elem(b, 0, it.i1 % b->ne[1], it.i2 % b->ne[2], it.i3 % b->ne[3]);
         if (contig) {
             row_contig(dst->op, n, (float *)d, (const float *)x, (const float *)y, nb0);
             continue;

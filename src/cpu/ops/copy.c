@@ -56,18 +56,6 @@ static inline void walker_advance(struct walker *w, int64_t k)
     }
 }
 
-static float load_f(enum lm_type t, const char *p)
-{
-    switch (t) {
-    case LM_TYPE_F16:
-        return lm_fp16_to_fp32(*(const lm_fp16 *)p);
-    case LM_TYPE_BF16:
-        return lm_bf16_to_fp32(*(const lm_bf16 *)p);
-    default:
-        return *(const float *)p;
-    }
-}
-
 static void store_f(enum lm_type t, char *p, float v)
 {
     switch (t) {
@@ -96,7 +84,7 @@ static void gather_f32(const struct lm_cpu_params *p, const struct lm_tensor *sr
             decode(walker_ptr(&w), out + k, run);
         } else {
             for (int64_t j = 0; j < run; j++)
-                out[k + j] = load_f(src->type, (const char *)walker_ptr(&w) + j * (int64_t)src->nb[0]);
+                out[k + j] = lm_cpu_load_f32(src->type, (const char *)walker_ptr(&w) + j * (int64_t)src->nb[0]);
         }
         walker_advance(&w, run);
         k += run;
@@ -179,13 +167,9 @@ void lm_cpu_op_repeat(const struct lm_cpu_params *p, struct lm_tensor *dst)
 {
     const struct lm_tensor *a = dst->src[0];
     const int64_t n = dst->ne[0], na = a->ne[0];
-    int64_t r0, r1;
-    lm_cpu_split(lm_nrows(dst), p->ith, p->nth, &r0, &r1);
-    for (int64_t r = r0; r < r1; r++) {
-        int64_t i1, i2, i3;
-        lm_cpu_row_index(dst, r, &i1, &i2, &i3);
-        char *d = lm_cpu_elem(dst, 0, i1, i2, i3);
-        const char *s = lm_cpu_elem(a, 0, i1 % a->ne[1], i2 % a->ne[2], i3 % a->ne[3]);
+    for (struct lm_cpu_rows it = lm_cpu_rows(p, dst); lm_cpu_rows_next(&it);) {
+        char *d = lm_cpu_row(dst, &it);
+        const char *s = lm_cpu_elem(a, 0, it.i1 % a->ne[1], it.i2 % a->ne[2], it.i3 % a->ne[3]);
         for (int64_t i = 0; i < n; i++)
             *(float *)(d + i * (int64_t)dst->nb[0]) = *(const float *)(s + (i % na) * (int64_t)a->nb[0]);
     }
@@ -197,12 +181,9 @@ void lm_cpu_op_concat(const struct lm_cpu_params *p, struct lm_tensor *dst)
     const struct lm_tensor *a = dst->src[0], *b = dst->src[1];
     const int dim = lm_get_op_i32(dst, 0);
     const int64_t n = dst->ne[0];
-    int64_t r0, r1;
-    lm_cpu_split(lm_nrows(dst), p->ith, p->nth, &r0, &r1);
-    for (int64_t r = r0; r < r1; r++) {
-        int64_t idx[4] = {0};
-        lm_cpu_row_index(dst, r, &idx[1], &idx[2], &idx[3]);
-        char *d = lm_cpu_elem(dst, 0, idx[1], idx[2], idx[3]);
+    for (struct lm_cpu_rows it = lm_cpu_rows(p, dst); lm_cpu_rows_next(&it);) {
+        int64_t idx[4] = {0, it.i1, it.i2, it.i3};
+        char *d = lm_cpu_row(dst, &it);
         for (int64_t i = 0; i < n; i++) {
             idx[0] = i;
             const struct lm_tensor *s = a;

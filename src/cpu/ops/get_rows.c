@@ -7,7 +7,6 @@
  */
 #include <string.h>
 
-#include "core/fp16.h"
 #include "cpu/ops/ops.h"
 
 /* Scratch: one F32 row per thread when dst rows are strided. */
@@ -16,18 +15,6 @@ size_t lm_cpu_work_get_rows(const struct lm_tensor *dst, int nth, const struct l
     (void)kern;
     /* a decoded row when dst rows are not unit-stride (never for fresh dsts) */
     return dst->nb[0] == sizeof(float) ? 0 : (size_t)nth * lm_cpu_pad((size_t)dst->ne[0] * sizeof(float));
-}
-
-static float load_scalar(enum lm_type t, const char *p)
-{
-    switch (t) {
-    case LM_TYPE_F16:
-        return lm_fp16_to_fp32(*(const lm_fp16 *)p);
-    case LM_TYPE_BF16:
-        return lm_bf16_to_fp32(*(const lm_bf16 *)p);
-    default:
-        return *(const float *)p;
-    }
 }
 
 /* GET_ROWS on this thread's output rows. */
@@ -39,13 +26,10 @@ void lm_cpu_op_get_rows(const struct lm_cpu_params *p, struct lm_tensor *dst)
     const bool d_unit = dst->nb[0] == sizeof(float);
     const lm_to_float_fn decode = p->kern->type[a->type].to_float;
     float *tmp = d_unit ? NULL : lm_cpu_wslice(p, 0, (size_t)K * sizeof(float));
-    int64_t r0, r1;
-    lm_cpu_split(lm_nrows(dst), p->ith, p->nth, &r0, &r1);
-    for (int64_t r = r0; r < r1; r++) {
-        int64_t n, i2, i3;
-        lm_cpu_row_index(dst, r, &n, &i2, &i3);
-        const int32_t row = *(const int32_t *)lm_cpu_elem(ids, n, i2, i3, 0);
-        char *out = lm_cpu_elem(dst, 0, n, i2, i3);
+    for (struct lm_cpu_rows it = lm_cpu_rows(p, dst); lm_cpu_rows_next(&it);) {
+        const int64_t i2 = it.i2, i3 = it.i3;
+        const int32_t row = *(const int32_t *)lm_cpu_elem(ids, it.i1, i2, i3, 0);
+        char *out = lm_cpu_row(dst, &it);
         float *y = d_unit ? (float *)out : tmp;
         if (row < 0 || row >= a->ne[1]) {
             memset(y, 0, (size_t)K * sizeof(float));
@@ -55,7 +39,7 @@ void lm_cpu_op_get_rows(const struct lm_cpu_params *p, struct lm_tensor *dst)
                 decode(src, y, K);
             } else {
                 for (int64_t i = 0; i < K; i++)
-                    y[i] = load_scalar(a->type, src + i * (int64_t)a->nb[0]);
+                    y[i] = lm_cpu_load_f32(a->type, src + i * (int64_t)a->nb[0]);
             }
         }
         if (!d_unit)

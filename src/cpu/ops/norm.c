@@ -52,13 +52,9 @@ void lm_cpu_op_norm(const struct lm_cpu_params *p, struct lm_tensor *dst)
     const struct lm_tensor *a = dst->src[0];
     const float eps = lm_get_op_f32(dst, 0);
     const int64_t n = a->ne[0];
-    int64_t r0, r1;
-    lm_cpu_split(lm_nrows(a), p->ith, p->nth, &r0, &r1);
-    for (int64_t r = r0; r < r1; r++) {
-        int64_t i1, i2, i3;
-        lm_cpu_row_index(a, r, &i1, &i2, &i3);
-        const char *x = lm_cpu_elem(a, 0, i1, i2, i3);
-        char *y = lm_cpu_elem(dst, 0, i1, i2, i3);
+    for (struct lm_cpu_rows it = lm_cpu_rows(p, a); lm_cpu_rows_next(&it);) {
+        const char *x = lm_cpu_row(a, &it);
+        char *y = lm_cpu_row(dst, &it);
         if (dst->op == LM_OP_NORM)
             norm_row(n, eps, x, (int64_t)a->nb[0], y, (int64_t)dst->nb[0]);
         else

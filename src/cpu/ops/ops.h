@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/fp16.h"
 #include "core/tensor.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu/threadpool.h"
@@ -83,6 +84,39 @@ static inline void lm_cpu_row_index(const struct lm_tensor *t, int64_t r, int64_
     *i3 = r / (t->ne[1] * t->ne[2]);
 }
 
+/* This thread's share of the rows of t (flat row r over dims 1..3), walked as
+ *     for (struct lm_cpu_rows it = lm_cpu_rows(p, t); lm_cpu_rows_next(&it);)
+ * with it.r the current flat row and (it.i1, it.i2, it.i3) its indices. */
+struct lm_cpu_rows {
+    const struct lm_tensor *t;
+    int64_t r, r1;      /* current row (r0 - 1 before the first next), end */
+    int64_t i1, i2, i3; /* indices of row r */
+};
+
+static inline struct lm_cpu_rows lm_cpu_rows(const struct lm_cpu_params *p, const struct lm_tensor *t)
+{
+    struct lm_cpu_rows it = {t, 0, 0, 0, 0, 0};
+    lm_cpu_split(lm_nrows(t), p->ith, p->nth, &it.r, &it.r1);
+    it.r--;
+    return it;
+}
+
+/* Advance to the next row; false when this thread's rows are done. */
+static inline bool lm_cpu_rows_next(struct lm_cpu_rows *it)
+{
+    if (++it->r >= it->r1)
+        return false;
+    lm_cpu_row_index(it->t, it->r, &it->i1, &it->i2, &it->i3);
+    return true;
+}
+
+/* Address of the first element of the current row of it in t (a tensor of
+ * the same dims 1..3 as the one walked, or one it is a view of). */
+static inline void *lm_cpu_row(const struct lm_tensor *t, const struct lm_cpu_rows *it)
+{
+    return lm_cpu_elem(t, 0, it->i1, it->i2, it->i3);
+}
+
 /* ---- ops (one family per file) ---- */
 
 /* binary.c */
@@ -132,6 +166,31 @@ static inline float lm_cpu_rms_scale(int64_t n, float eps, const float *x)
         sum += (double)(x[i] * x[i]);
     const float mean = (float)(sum / (double)n);
     return 1.0f / sqrtf(mean + eps);
+}
+
+/* ALiBi slope of head h of n_head (tensor.h's formula, in float; 1 when
+ * max_bias <= 0): SOFT_MAX and ATTN must agree on it. */
+static inline float lm_cpu_alibi_slope(float max_bias, int64_t n_head, int64_t h)
+{
+    if (max_bias <= 0.0f)
+        return 1.0f;
+    const uint32_t n = 1u << (uint32_t)floorf(log2f((float)n_head));
+    const float m0 = powf(2.0f, -max_bias / (float)n);
+    const float m1 = powf(2.0f, -(max_bias / 2.0f) / (float)n);
+    return h < (int64_t)n ? powf(m0, (float)(h + 1)) : powf(m1, (float)(2 * (h - (int64_t)n) + 1));
+}
+
+/* One F16, BF16 or (any other type) F32 element at p as a float. */
+static inline float lm_cpu_load_f32(enum lm_type t, const void *p)
+{
+    switch (t) {
+    case LM_TYPE_F16:
+        return lm_fp16_to_fp32(*(const lm_fp16 *)p);
+    case LM_TYPE_BF16:
+        return lm_bf16_to_fp32(*(const lm_bf16 *)p);
+    default:
+        return *(const float *)p;
+    }
 }
 
 /* silu(x) = x / (1 + e^-x), in float. */

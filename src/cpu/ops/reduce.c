@@ -11,15 +11,11 @@ void lm_cpu_op_sum_rows(const struct lm_cpu_params *p, struct lm_tensor *dst)
     const struct lm_tensor *a = dst->src[0];
     const int64_t n = a->ne[0];
     const int64_t s0 = (int64_t)a->nb[0];
-    int64_t r0, r1;
-    lm_cpu_split(lm_nrows(a), p->ith, p->nth, &r0, &r1);
-    for (int64_t r = r0; r < r1; r++) {
-        int64_t i1, i2, i3;
-        lm_cpu_row_index(a, r, &i1, &i2, &i3);
-        const char *x = lm_cpu_elem(a, 0, i1, i2, i3);
+    for (struct lm_cpu_rows it = lm_cpu_rows(p, a); lm_cpu_rows_next(&it);) {
+        const char *x = lm_cpu_row(a, &it);
         double sum = 0.0;
         for (int64_t i = 0; i < n; i++)
             sum += *(const float *)(x + i * s0);
-        *(float *)lm_cpu_elem(dst, 0, i1, i2, i3) = (float)sum;
+        *(float *)lm_cpu_row(dst, &it) = (float)sum;
     }
 }

@@ -19,17 +19,6 @@ size_t lm_cpu_work_soft_max(const struct lm_tensor *dst, int nth, const struct l
     return (size_t)nth * lm_cpu_pad((size_t)dst->ne[0] * sizeof(float));
 }
 
-/* ALiBi slope of head h (tensor.h's formula). */
-static float alibi_slope(float max_bias, int64_t n_head, int64_t h)
-{
-    if (max_bias <= 0.0f)
-        return 1.0f;
-    const uint32_t n = 1u << (uint32_t)floorf(log2f((float)n_head));
-    const float m0 = powf(2.0f, -max_bias / (float)n);
-    const float m1 = powf(2.0f, -(max_bias / 2.0f) / (float)n);
-    return h < (int64_t)n ? powf(m0, (float)(h + 1)) : powf(m1, (float)(2 * (h - (int64_t)n) + 1));
-}
-
 /* SOFT_MAX on this thread's rows. */
 void lm_cpu_op_soft_max(const struct lm_cpu_params *p, struct lm_tensor *dst)
 {
@@ -37,17 +26,13 @@ void lm_cpu_op_soft_max(const struct lm_cpu_params *p, struct lm_tensor *dst)
     const float scale = lm_get_op_f32(dst, 0), max_bias = lm_get_op_f32(dst, 1);
     const int64_t n = a->ne[0];
     float *w = lm_cpu_wslice(p, 0, (size_t)n * sizeof(float));
-    int64_t r0, r1;
-    lm_cpu_split(lm_nrows(a), p->ith, p->nth, &r0, &r1);
-    for (int64_t r = r0; r < r1; r++) {
-        int64_t i1, i2, i3;
-        lm_cpu_row_index(a, r, &i1, &i2, &i3);
-        const char *x = lm_cpu_elem(a, 0, i1, i2, i3);
+    for (struct lm_cpu_rows it = lm_cpu_rows(p, a); lm_cpu_rows_next(&it);) {
+        const char *x = lm_cpu_row(a, &it);
         for (int64_t i = 0; i < n; i++)
             w[i] = *(const float *)(x + i * (int64_t)a->nb[0]) * scale;
         if (mask) {
-            const float slope = alibi_slope(max_bias, a->ne[2], i2);
-            const char *m = lm_cpu_elem(mask, 0, i1, 0, 0);
+            const float slope = lm_cpu_alibi_slope(max_bias, a->ne[2], it.i2);
+            const char *m = lm_cpu_elem(mask, 0, it.i1, 0, 0);
             for (int64_t i = 0; i < n; i++)
                 w[i] += slope * *(const float *)(m + i * (int64_t)mask->nb[0]);
         }
@@ -60,7 +45,7 @@ void lm_cpu_op_soft_max(const struct lm_cpu_params *p, struct lm_tensor *dst)
             sum += (double)w[i];
         }
         const float inv = (float)(1.0 / sum);
-        char *y = lm_cpu_elem(dst, 0, i1, i2, i3);
+        char *y = lm_cpu_row(dst, &it);
         for (int64_t i = 0; i < n; i++)
             *(float *)(y + i * (int64_t)dst->nb[0]) = w[i] * inv;
     }
@@ -72,16 +57,12 @@ void lm_cpu_op_diag_mask_inf(const struct lm_cpu_params *p, struct lm_tensor *ds
     const struct lm_tensor *a = dst->src[0];
     const int64_t n_past = lm_get_op_i32(dst, 0);
     const int64_t n = a->ne[0];
-    int64_t r0, r1;
-    lm_cpu_split(lm_nrows(a), p->ith, p->nth, &r0, &r1);
-    for (int64_t r = r0; r < r1; r++) {
-        int64_t i1, i2, i3;
-        lm_cpu_row_index(a, r, &i1, &i2, &i3);
-        const char *x = lm_cpu_elem(a, 0, i1, i2, i3);
-        char *y = lm_cpu_elem(dst, 0, i1, i2, i3);
+    for (struct lm_cpu_rows it = lm_cpu_rows(p, a); lm_cpu_rows_next(&it);) {
+        const char *x = lm_cpu_row(a, &it);
+        char *y = lm_cpu_row(dst, &it);
         for (int64_t i = 0; i < n; i++) {
             float v = *(const float *)(x + i * (int64_t)a->nb[0]);
-            *(float *)(y + i * (int64_t)dst->nb[0]) = i > n_past + i1 ? -INFINITY : v;
+            *(float *)(y + i * (int64_t)dst->nb[0]) = i > n_past + it.i1 ? -INFINITY : v;
         }
     }
 }

@@ -87,13 +87,9 @@ void lm_cpu_op_unary(const struct lm_cpu_params *p, struct lm_tensor *dst)
     }
     const int64_t n = dst->ne[0];
     const bool contig = dst->nb[0] == sizeof(float) && a->nb[0] == sizeof(float);
-    int64_t r0, r1;
-    lm_cpu_split(lm_nrows(dst), p->ith, p->nth, &r0, &r1);
-    for (int64_t r = r0; r < r1; r++) {
-        int64_t i1, i2, i3;
-        lm_cpu_row_index(dst, r, &i1, &i2, &i3);
-        char *d = lm_cpu_elem(dst, 0, i1, i2, i3);
-        const char *x = lm_cpu_elem(a, 0, i1, i2, i3);
+    for (struct lm_cpu_rows it = lm_cpu_rows(p, dst); lm_cpu_rows_next(&it);) {
+        char *d = lm_cpu_row(dst, &it);
+        const char *x = lm_cpu_row(a, &it);
         if (contig) {
             row_contig(&u, n, (float *)d, (const float *)x);
             continue;

@@ -4,12 +4,14 @@
  * pairwise: the same association a 256-bit SIMD kernel uses, so generic and
  * SIMD results stay close, and compilers can vectorise the lane loop. Any n.
  * Conversions give the bits of core/fp16.h; half -> float uses a branch-free
- * form of the same mapping (half2f below) so the F16 dot loop stays tight.
+ * form of the same mapping (half2f below) so the F16 dot loop stays tight;
+ * the other conversions are quant/'s reference loops.
  */
 #include <string.h>
 
 #include "core/fp16.h"
 #include "cpu/kernels/kernels.h"
+#include "quant/quant.h"
 
 #define LANES 8
 
@@ -84,29 +86,14 @@ void fp16_to_fp32_row_generic(const void *vx, float *y, int64_t n)
         y[i] = half2f(x[i]);
 }
 
-/* Contract: kernels.h. */
-void fp32_to_fp16_row_generic(const float *x, void *vy, int64_t n)
-{
-    lm_fp16 *y = vy;
-    for (int64_t i = 0; i < n; i++)
-        y[i] = lm_fp32_to_fp16(x[i]);
-}
+/* Contract: kernels.h. quant/'s reference encoder (the same loop). */
+void fp32_to_fp16_row_generic(const float *x, void *y, int64_t n) { lm_quant_traits(LM_TYPE_F16)->from_float(x, y, n); }
 
-/* Contract: kernels.h. */
-void bf16_to_fp32_row_generic(const void *vx, float *y, int64_t n)
-{
-    const lm_bf16 *x = vx;
-    for (int64_t i = 0; i < n; i++)
-        y[i] = lm_bf16_to_fp32(x[i]);
-}
+/* Contract: kernels.h. quant/'s reference decoder. */
+void bf16_to_fp32_row_generic(const void *x, float *y, int64_t n) { lm_quant_traits(LM_TYPE_BF16)->to_float(x, y, n); }
 
-/* Contract: kernels.h. */
-void fp32_to_bf16_row_generic(const float *x, void *vy, int64_t n)
-{
-    lm_bf16 *y = vy;
-    for (int64_t i = 0; i < n; i++)
-        y[i] = lm_fp32_to_bf16(x[i]);
-}
+/* Contract: kernels.h. quant/'s reference encoder. */
+void fp32_to_bf16_row_generic(const float *x, void *y, int64_t n) { lm_quant_traits(LM_TYPE_BF16)->from_float(x, y, n); }
 
 /* Contract: kernels.h. */
 void f32_copy_row_generic(const void *x, float *y, int64_t n)

@@ -135,4 +135,13 @@ void lm_cpu_gemm_init_avx2(struct lm_cpu_kernels *k)
 {
     k->type[LM_TYPE_Q4_0].gemm_x8 = gemm_q4_0x8_q8_0_avx2;
     k->type[LM_TYPE_Q8_0].gemm_x8 = gemm_q8_0x8_q8_0_avx2;
+    k->type[LM_TYPE_F16].gemm_x8 = gemm_f16x8_f16_avx2;
+    k->type[LM_TYPE_BF16].gemm_x8 = gemm_bf16x8_f32_avx2;
+    k->type[LM_TYPE_BF16].gemm_from_float = fp32_round_bf16_row_avx2;
+    k->type[LM_TYPE_F32].gemm_x8 = gemm_f32x8_f32_avx2;
+    k->type[LM_TYPE_Q2_K].gemm_x8 = gemm_q2_Kx8_q8_K_avx2;
+    k->type[LM_TYPE_Q3_K].gemm_x8 = gemm_q3_Kx8_q8_K_avx2;
+    k->type[LM_TYPE_Q4_K].gemm_x8 = gemm_q4_Kx8_q8_K_avx2;
+    k->type[LM_TYPE_Q5_K].gemm_x8 = gemm_q5_Kx8_q8_K_avx2;
+    k->type[LM_TYPE_Q6_K].gemm_x8 = gemm_q6_Kx8_q8_K_avx2;
 }

@@ -200,6 +200,21 @@ static inline __m128i k4_mins(__m128i mn, const struct lm_block_q8_K *y)
     return _mm_madd_epi16(mn, pairs);
 }
 
+/* The start of a Q4_K / Q5_K block xb (fields d, dmin, scales): prefetch
+ * ahead, add dmin * sum_j min_j * bsums to accm, the scales into *sc.
+ * Returns d = y.d * x.d. */
+static inline float k4_block_start(const void *xb, lm_fp16 xd, lm_fp16 xdmin, const uint8_t *scales,
+                                   const struct lm_block_q8_K *yb, __m256i *sc, __m128 *accm)
+{
+    avx2_prefetch((const char *)xb + LM_AVX2_PREFETCH);
+    avx2_prefetch((const char *)xb + LM_AVX2_PREFETCH + 64);
+    const float d = yb->d * avx2_f16(xd), dmin = yb->d * avx2_f16(xdmin);
+    __m128i mn;
+    k4_scales(scales, sc, &mn);
+    *accm = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(k4_mins(mn, yb)), *accm);
+    return d;
+}
+
 /* scales[j] * maddubs(q, y) for the 32-element sub-block j. */
 static inline __m256i acc32(__m256i sumi, __m256i sc, int j, __m256i q, __m256i y)
 {
@@ -216,13 +231,8 @@ void vec_dot_q4_K_q8_K_avx2(int64_t n, float *s, const void *vx, const void *vy)
     __m256 acc = _mm256_setzero_ps();
     __m128 accm = _mm_setzero_ps();
     for (int64_t b = 0; b < n / LM_QK_K; b++) {
-        avx2_prefetch((const char *)(x + b) + LM_AVX2_PREFETCH);
-        avx2_prefetch((const char *)(x + b) + LM_AVX2_PREFETCH + 64);
-        const float d = y[b].d * avx2_f16(x[b].d), dmin = y[b].d * avx2_f16(x[b].dmin);
         __m256i sc;
-        __m128i mn;
-        k4_scales(x[b].scales, &sc, &mn);
-        accm = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(k4_mins(mn, &y[b])), accm);
+        const float d = k4_block_start(&x[b], x[b].d, x[b].dmin, x[b].scales, &y[b], &sc, &accm);
         __m256i s0 = _mm256_setzero_si256(), s1 = s0;
         for (int g = 0; g < 4; g++) {
             const __m256i q = _mm256_loadu_si256((const __m256i *)(x[b].qs + 32 * g));
@@ -243,13 +253,8 @@ void vec_dot_q5_K_q8_K_avx2(int64_t n, float *s, const void *vx, const void *vy)
     __m256 acc = _mm256_setzero_ps();
     __m128 accm = _mm_setzero_ps();
     for (int64_t b = 0; b < n / LM_QK_K; b++) {
-        avx2_prefetch((const char *)(x + b) + LM_AVX2_PREFETCH);
-        avx2_prefetch((const char *)(x + b) + LM_AVX2_PREFETCH + 64);
-        const float d = y[b].d * avx2_f16(x[b].d), dmin = y[b].d * avx2_f16(x[b].dmin);
         __m256i sc;
-        __m128i mn;
-        k4_scales(x[b].scales, &sc, &mn);
-        accm = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(k4_mins(mn, &y[b])), accm);
+        const float d = k4_block_start(&x[b], x[b].d, x[b].dmin, x[b].scales, &y[b], &sc, &accm);
         const __m256i qh = _mm256_loadu_si256((const __m256i *)x[b].qh);
         __m256i s0 = _mm256_setzero_si256(), s1 = s0;
         for (int g = 0; g < 4; g++) {
