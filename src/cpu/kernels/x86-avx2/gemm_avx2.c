@@ -20,6 +20,10 @@
 #include "cpu/repack.h"
 #include "quant/blocks.h"
 
+#ifndef LM_GEMM_PREFETCH
+#define LM_GEMM_PREFETCH 1024
+#endif
+
 static inline __m256i bcast4(const int8_t *p)
 {
     int32_t v;
@@ -48,6 +52,9 @@ static inline float half(lm_fp16 h) { return _cvtsh_ss(h); }
                 a[c] = (const struct lm_block_q8_0 *)(y + (size_t)c * by) + b;                                    \
                 s16[c] = _mm256_setzero_si256();                                                                  \
             }                                                                                                     \
+            __builtin_prefetch((const char *)(w + b) + LM_GEMM_PREFETCH, 0, 3);                                  \
+            __builtin_prefetch((const char *)(w + b) + LM_GEMM_PREFETCH + 64, 0, 3);                             \
+            __builtin_prefetch((const char *)(w + b) + LM_GEMM_PREFETCH + 128, 0, 3);                            \
             for (int ch = 0; ch < 4; ch++) {                                                                      \
                 const __m256i raw = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * ch));                     \
                 const __m256i lo = _mm256_and_si256(raw, m4);                                                     \
@@ -100,6 +107,8 @@ static inline void q8_cols(int64_t nb, const struct lm_block_q8_0x8 *w, const ch
 {
     const __m256i ones = _mm256_set1_epi16(1);
     for (int64_t b = 0; b < nb; b++) {
+        for (int l = 0; l < (int)sizeof w[b]; l += 64)
+            __builtin_prefetch((const char *)(w + b) + LM_GEMM_PREFETCH + l, 0, 3);
         const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d));
         for (int c = 0; c < nc; c++) {
             const struct lm_block_q8_0 *a = (const struct lm_block_q8_0 *)(y + (size_t)c * by) + b;
