@@ -16,6 +16,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "avx2_util.h"
 #include "cpu/kernels/gemm.h"
 #include "cpu/repack.h"
 #include "quant/blocks.h"
@@ -61,7 +62,9 @@ static inline float half(lm_fp16 h) { return _cvtsh_ss(h); }
                 const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);                               \
                 for (int c = 0; c < NC; c++) {                                                                    \
                     s16[c] = _mm256_add_epi16(s16[c], _mm256_maddubs_epi16(lo, bcast4(a[c]->qs + 4 * ch)));      \
+                    PIN(s16[c]);                                                                                  \
                     s16[c] = _mm256_add_epi16(s16[c], _mm256_maddubs_epi16(hi, bcast4(a[c]->qs + 16 + 4 * ch))); \
+                    PIN(s16[c]);                                                                                  \
                 }                                                                                                 \
             }                                                                                                     \
             const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d));                          \
@@ -101,28 +104,48 @@ void gemm_q4_0x8_q8_0_avx2(int64_t k, float *s, size_t ldc, const void *x, const
     }
 }
 
-/* Up to 4 columns for q8_0x8. */
-static inline void q8_cols(int64_t nb, const struct lm_block_q8_0x8 *w, const char *y, size_t by, int nc,
-                           __m256 *acc)
-{
-    const __m256i ones = _mm256_set1_epi16(1);
-    for (int64_t b = 0; b < nb; b++) {
-        for (int l = 0; l < (int)sizeof w[b]; l += 64)
-            __builtin_prefetch((const char *)(w + b) + LM_GEMM_PREFETCH + l, 0, 3);
-        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d));
-        for (int c = 0; c < nc; c++) {
-            const struct lm_block_q8_0 *a = (const struct lm_block_q8_0 *)(y + (size_t)c * by) + b;
-            __m256i s32 = _mm256_setzero_si256();
-            for (int j = 0; j < 8; j++) {
-                const __m256i wq = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * j));
-                const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(wq, wq), _mm256_sign_epi8(bcast4(a->qs + 4 * j), wq));
-                s32 = _mm256_add_epi32(s32, _mm256_madd_epi16(p, ones));
-            }
-            const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(half(a->d)));
-            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32), scale, acc[c]);
-        }
+/* NC (1..4) columns against one q8_0x8 group, all blocks: each chunk's
+ * weights are loaded and made unsigned once for all columns (sign trick). */
+#define Q8_COLS(NC)                                                                                               \
+    static void q8_cols_##NC(int64_t nb, const struct lm_block_q8_0x8 *w, const char *y, size_t by, float *s,     \
+                             size_t ldc)                                                                          \
+    {                                                                                                             \
+        const __m256i ones = _mm256_set1_epi16(1);                                                                \
+        __m256 acc[NC];                                                                                           \
+        for (int c = 0; c < NC; c++)                                                                              \
+            acc[c] = _mm256_setzero_ps();                                                                         \
+        for (int64_t b = 0; b < nb; b++) {                                                                        \
+            for (int l = 0; l < (int)sizeof w[b]; l += 64)                                                        \
+                __builtin_prefetch((const char *)(w + b) + LM_GEMM_PREFETCH + l, 0, 3);                          \
+            const struct lm_block_q8_0 *a[NC];                                                                    \
+            __m256i s32[NC];                                                                                      \
+            for (int c = 0; c < NC; c++) {                                                                        \
+                a[c] = (const struct lm_block_q8_0 *)(y + (size_t)c * by) + b;                                    \
+                s32[c] = _mm256_setzero_si256();                                                                  \
+            }                                                                                                     \
+            for (int j = 0; j < 8; j++) {                                                                         \
+                const __m256i wq = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * j));                       \
+                const __m256i wa = _mm256_sign_epi8(wq, wq);                                                      \
+                for (int c = 0; c < NC; c++) {                                                                    \
+                    const __m256i p = _mm256_maddubs_epi16(wa, _mm256_sign_epi8(bcast4(a[c]->qs + 4 * j), wq));   \
+                    s32[c] = _mm256_add_epi32(s32[c], _mm256_madd_epi16(p, ones));                                \
+                    PIN(s32[c]);                                                                                  \
+                }                                                                                                 \
+            }                                                                                                     \
+            const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d));                          \
+            for (int c = 0; c < NC; c++) {                                                                        \
+                const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(half(a[c]->d)));                           \
+                acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32[c]), scale, acc[c]);                              \
+            }                                                                                                     \
+        }                                                                                                         \
+        for (int c = 0; c < NC; c++)                                                                              \
+            _mm256_storeu_ps(s + (size_t)c * ldc, acc[c]);                                                        \
     }
-}
+
+Q8_COLS(1)
+Q8_COLS(2)
+Q8_COLS(3)
+Q8_COLS(4)
 
 /* Contract: kernels.h. */
 void gemm_q8_0x8_q8_0_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
@@ -132,10 +155,14 @@ void gemm_q8_0x8_q8_0_avx2(int64_t k, float *s, size_t ldc, const void *x, const
     const int64_t nb = k / LM_QK;
     for (int c0 = 0; c0 < nc; c0 += 4) {
         const int n = nc - c0 < 4 ? nc - c0 : 4;
-        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-        q8_cols(nb, x, (const char *)y + (size_t)c0 * by, by, n, acc);
-        for (int c = 0; c < n; c++)
-            _mm256_storeu_ps(s + (size_t)(c0 + c) * ldc, acc[c]);
+        const char *yy = (const char *)y + (size_t)c0 * by;
+        float *out = s + (size_t)c0 * ldc;
+        switch (n) {
+        case 4: q8_cols_4(nb, x, yy, by, out, ldc); break;
+        case 3: q8_cols_3(nb, x, yy, by, out, ldc); break;
+        case 2: q8_cols_2(nb, x, yy, by, out, ldc); break;
+        default: q8_cols_1(nb, x, yy, by, out, ldc); break;
+        }
     }
 }
 

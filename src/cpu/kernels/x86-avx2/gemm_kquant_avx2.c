@@ -40,11 +40,6 @@ static inline __m256i bcast4(const void *p)
     return _mm256_set1_epi32(v);
 }
 
-/* An empty asm that "changes" v: keeps each column's sum a linear chain (GCC
- * otherwise reassociates the int16 adds into trees across columns and spills
- * the partial sums; Q4_K measured ~9 % slower). */
-#define PIN(v) __asm__("" : "+x"(v))
-
 static inline __m256i load256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
 static inline const struct lm_block_q8_K *act(const char *y, size_t by, int c, int64_t b)
