@@ -1,6 +1,7 @@
 /* bench_gemm.c - single-thread throughput of the repacked GEMM kernels
  * (kernels.h gemm_x8) on a weight matrix that stays in L2 and a tile of
  * activation columns, per type and ISA, in GMAC/s (multiply-adds per second).
+ * Columns beyond LM_GEMM_MAX_NC are run in the matmul op's loop order.
  * usage: bench_gemm [K] [rows] [cols] */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,8 @@
 #include "cpu/kernels/kernels.h"
 #include "cpu/repack.h"
 #include "quant/quant.h"
+
+#define COL_BLOCK 64 /* as GEMM_COL_BLOCK in cpu/ops/matmul.c */
 
 static double now(void)
 {
@@ -55,8 +58,17 @@ int main(int argc, char **argv)
             double best = 1e9;
             for (int rep = 0; rep < 7; rep++) {
                 double t0 = now();
-                for (int64_t g = 0; g < M / LM_REPACK_ROWS; g++)
-                    tk->gemm_x8(K, out + g * LM_REPACK_ROWS, (size_t)M, packed + (size_t)g * group, act, arow, sums, N);
+                /* the loop order of the matmul op (cpu/ops/matmul.c mm_gemm): blocks of
+                 * COL_BLOCK columns, each group of the block in calls of <= LM_GEMM_MAX_NC */
+                for (int n0 = 0; n0 < N; n0 += COL_BLOCK) {
+                    const int n1 = n0 + COL_BLOCK < N ? n0 + COL_BLOCK : N;
+                    for (int64_t g = 0; g < M / LM_REPACK_ROWS; g++)
+                        for (int j = n0; j < n1; j += LM_GEMM_MAX_NC)
+                            tk->gemm_x8(K, out + (size_t)j * (size_t)M + (size_t)g * LM_REPACK_ROWS, (size_t)M,
+                                        packed + (size_t)g * group, act + (size_t)j * arow, arow,
+                                        sums + (size_t)j * (size_t)(K / 32),
+                                        n1 - j < LM_GEMM_MAX_NC ? n1 - j : LM_GEMM_MAX_NC);
+                }
                 double dt = now() - t0;
                 best = dt < best ? dt : best;
             }
