@@ -341,6 +341,45 @@ static void isa_decode(const struct lm_cpu_kernels *k, const struct lm_cpu_kerne
     uc_free(b);
 }
 
+/* vec_dot_rows (where a table has it) gives each row the bits of vec_dot:
+ * lengths around the 32- and 8-element steps and past the stack buffer,
+ * unaligned rows, row counts 1..7; nothing written past s[nr - 1]. */
+static void isa_dot_rows(const struct lm_cpu_kernels *k, enum lm_type t, struct uc_rng *r)
+{
+    enum { NMAX = 4100, ROWS = 7 };
+    const struct lm_cpu_type_kernels *tk = &k->type[t];
+    const size_t bx = lm_row_size(t, NMAX) + 6;
+    char *x = uc_alloc(bx * ROWS, 2), *y = uc_alloc(lm_row_size(tk->vec_dot_type, NMAX), 2);
+    float *fx = uc_alloc(sizeof(float) * NMAX, 0);
+    for (int row = 0; row < ROWS; row++) {
+        for (int i = 0; i < NMAX; i++)
+            fx[i] = uc_float(r, -2.0f, 2.0f);
+        lm_quant_traits(t)->from_float(fx, x + (size_t)row * bx, NMAX);
+    }
+    for (int i = 0; i < NMAX; i++)
+        fx[i] = uc_float(r, -2.0f, 2.0f);
+    lm_quant_traits(tk->vec_dot_type)->from_float(fx, y, NMAX);
+    static const int ns[] = {1, 7, 8, 31, 32, 33, 63, 64, 65, 128, 200, 511, 512, 513, 4095, 4096, 4097};
+    int bad = 0;
+    for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++) {
+        for (int nr = 1; nr <= ROWS; nr += 3) {
+            float s[ROWS + 1];
+            s[nr] = 1234.5f;
+            tk->vec_dot_rows(ns[a], nr, s, x, bx, y);
+            for (int row = 0; row < nr; row++) {
+                float want;
+                tk->vec_dot(ns[a], &want, x + (size_t)row * bx, y);
+                bad += memcmp(&want, &s[row], sizeof want) != 0;
+            }
+            bad += s[nr] != 1234.5f;
+        }
+    }
+    CHECKF(bad == 0, "%s %s vec_dot_rows differs from vec_dot (%d)", lm_cpu_isa_name(k->isa), lm_type_name(t), bad);
+    uc_free(x);
+    uc_free(y);
+    uc_free(fx);
+}
+
 int main(void)
 {
     const struct lm_cpu_kernels *g = lm_cpu_kernels_for(LM_ISA_GENERIC);
@@ -357,6 +396,9 @@ int main(void)
                 tested++;
             }
         }
+        for (int t = 0; t < LM_TYPE_COUNT; t++)
+            if (k->type[t].vec_dot_rows)
+                isa_dot_rows(k, (enum lm_type)t, &r);
         if (k->from_float_isa[LM_TYPE_Q8_K])
             isa_q8_K(k, g, &r);
         if (k->from_float_isa[LM_TYPE_Q8_1])

@@ -51,6 +51,11 @@
 /* *s = dot(x[0..n), y[0..n)); x of the weight type, y of its vec_dot_type. */
 typedef void (*lm_vec_dot_fn)(int64_t n, float *s, const void *x, const void *y);
 
+/* s[r] = dot(row r of x, y) for r < nr, rows bx bytes apart: each result
+ * bit-identical to the type's vec_dot of that row (so callers may use either);
+ * y is converted once for all rows. */
+typedef void (*lm_vec_dot_rows_fn)(int64_t n, int64_t nr, float *s, const void *x, size_t bx, const void *y);
+
 /* GEMM over one group of 8 repacked weight rows (cpu/repack.h): for r < 8 and
  * c < nc, s[c * ldc + r] = dot(row r of the group x, activation row c), where
  * activation row c (k elements of the weight type's vec_dot_type) is at
@@ -72,6 +77,7 @@ struct lm_cpu_type_kernels {
      * F32 and dots them with activations rounded through vec_dot_type. */
     enum lm_type vec_dot_type;
     lm_vec_dot_fn vec_dot;      /* NULL: no direct kernel (see above) */
+    lm_vec_dot_rows_fn vec_dot_rows; /* several rows against one y, or NULL (call vec_dot per row) */
     lm_from_float_fn from_float; /* NULL: the type cannot be encoded here */
     lm_to_float_fn to_float;     /* NULL only for integer types */
     lm_gemm_fn gemm_x8;          /* repacked-weight GEMM, or NULL (no repacked layout) */
@@ -136,6 +142,7 @@ void lm_cpu_kernels_init_avx512(struct lm_cpu_kernels *k); /* kernels/x86-avx512
  * lm_cpu_kernels_for(LM_ISA_AVX2) is non-NULL). */
 void vec_dot_f32_avx2(int64_t n, float *s, const void *x, const void *y);
 void vec_dot_f16_avx2(int64_t n, float *s, const void *x, const void *y);
+void vec_dot_rows_f16_avx2(int64_t n, int64_t nr, float *s, const void *x, size_t bx, const void *y);
 void vec_dot_bf16_avx2(int64_t n, float *s, const void *x, const void *y);
 void vec_dot_q4_0_q8_0_avx2(int64_t n, float *s, const void *x, const void *y);
 void vec_dot_q4_1_q8_1_avx2(int64_t n, float *s, const void *x, const void *y);

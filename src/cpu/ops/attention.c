@@ -3,12 +3,13 @@
  *
  * Numerics are those of the unfused graph (MUL_MAT, SOFT_MAX, MUL_MAT):
  *   - q is rounded once to k's vec_dot_type and every score is the kernel
- *     table's vec_dot of a K row with it, times scale, plus slope * mask in
- *     float (softmax.c's order);
+ *     table's vec_dot of a K row with it (or its vec_dot_rows over the
+ *     query's range: the same bits, q widened once), times scale, plus
+ *     slope * mask in float (softmax.c's order);
  *   - softmax as softmax.c: max subtracted, expf, the sum in double, one
  *     float multiply by 1/sum;
  *   - the probabilities are rounded to v's vec_dot_type and each output
- *     channel is vec_dot(V row c, p).
+ *     channel is vec_dot(V row c, p) (or vec_dot_rows over the channels).
  * Cells whose mask is -inf are skipped: phase 1 finds, per query, the range
  * [lo, hi) from the first to the last visible cell (causal masks end early,
  * padding cells vanish), and hidden cells inside it are skipped one by one.
@@ -41,6 +42,7 @@ struct attn_ctx {
     float scale, max_bias;
     enum lm_type kt, vt;              /* dot types of k and v */
     lm_vec_dot_fn kdot, vdot;
+    lm_vec_dot_rows_fn kdot_rows, vdot_rows; /* NULL: kdot per cell, vdot per channel */
     lm_from_float_fn kenc, venc;
     size_t ranges_off;                /* shared: int32 lo, hi per query */
     size_t thread_off;                /* per-thread slices start here; each holds: */
@@ -67,6 +69,8 @@ static void attn_init(struct attn_ctx *c, const struct lm_tensor *dst, const str
     c->kt = kk->vec_dot_type;
     c->vt = vk->vec_dot_type;
     c->kdot = kk->vec_dot;
+    c->kdot_rows = kk->vec_dot_rows;
+    c->vdot_rows = vk->vec_dot_rows;
     c->vdot = vk->vec_dot;
     c->kenc = kern->type[c->kt].from_float;
     c->venc = kern->type[c->vt].from_float;
@@ -134,6 +138,10 @@ static void attn_softmax(const struct attn_ctx *c, const void *qc, float *s, int
     const int64_t g = h / c->ratio;
     const float slope = lm_cpu_alibi_slope(c->max_bias, c->n_head, h);
     const char *krow = (const char *)c->k->data + g * (int64_t)c->k->nb[2];
+    /* all dots of [lo, hi) at once where the table can (the same bits as kdot;
+     * hidden cells inside the range are computed and dropped) */
+    if (c->kdot_rows)
+        c->kdot_rows(c->d, hi - lo, s + lo, krow + lo * (int64_t)c->k->nb[1], c->k->nb[1], qc);
     float max = -INFINITY;
     for (int64_t j = lo; j < hi; j++) {
         const float m = c->mask ? mask_at(c, j, i) : 0.0f;
@@ -142,7 +150,10 @@ static void attn_softmax(const struct attn_ctx *c, const void *qc, float *s, int
             continue;
         }
         float dot;
-        c->kdot(c->d, &dot, krow + j * (int64_t)c->k->nb[1], qc);
+        if (c->kdot_rows)
+            dot = s[j];
+        else
+            c->kdot(c->d, &dot, krow + j * (int64_t)c->k->nb[1], qc);
         float w = dot * c->scale;
         if (c->mask)
             w += slope * m;
@@ -187,6 +198,10 @@ static void attn_item(const struct attn_ctx *c, char *scratch, struct lm_tensor 
     }
     const int64_t g = h / c->ratio;
     const char *vbase = (const char *)c->v->data + a0 * (int64_t)c->v->nb[0] + g * (int64_t)c->v->nb[2];
+    if (c->vdot_rows && dst->nb[0] == sizeof(float)) {
+        c->vdot_rows(a1 - a0, c->d_v, (float *)out, vbase, c->v->nb[1], pc);
+        return;
+    }
     for (int64_t e = 0; e < c->d_v; e++)
         c->vdot(a1 - a0, (float *)(out + e * (int64_t)dst->nb[0]), vbase + e * (int64_t)c->v->nb[1], pc);
 }

@@ -58,6 +58,41 @@ void vec_dot_f16_avx2(int64_t n, float *s, const void *vx, const void *vy)
     *s = sum;
 }
 
+/* Contract: kernels.h (lm_vec_dot_rows_fn). The loop of vec_dot_f16_avx2
+ * (same lanes, same order, same tail) with y widened once into a stack
+ * buffer: the FMAs see the same floats, so every result has the same bits. */
+void vec_dot_rows_f16_avx2(int64_t n, int64_t nr, float *s, const void *vx, size_t bx, const void *vy)
+{
+    enum { MAX_N = 4096 }; /* 16 KiB of widened y on the stack */
+    const lm_fp16 *y = vy;
+    if (n > MAX_N) {
+        for (int64_t r = 0; r < nr; r++)
+            vec_dot_f16_avx2(n, s + r, (const char *)vx + (size_t)r * bx, vy);
+        return;
+    }
+    float yf[MAX_N];
+    const int64_t n8 = n / 8 * 8;
+    for (int64_t i = 0; i < n8; i += 8)
+        _mm256_storeu_ps(yf + i, load_f16x8(y + i));
+    for (int64_t r = 0; r < nr; r++) {
+        const lm_fp16 *x = (const lm_fp16 *)((const char *)vx + (size_t)r * bx);
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        int64_t i = 0;
+        for (; i + 32 <= n; i += 32) {
+            a0 = _mm256_fmadd_ps(load_f16x8(x + i), _mm256_loadu_ps(yf + i), a0);
+            a1 = _mm256_fmadd_ps(load_f16x8(x + i + 8), _mm256_loadu_ps(yf + i + 8), a1);
+            a2 = _mm256_fmadd_ps(load_f16x8(x + i + 16), _mm256_loadu_ps(yf + i + 16), a2);
+            a3 = _mm256_fmadd_ps(load_f16x8(x + i + 24), _mm256_loadu_ps(yf + i + 24), a3);
+        }
+        for (; i + 8 <= n; i += 8)
+            a0 = _mm256_fmadd_ps(load_f16x8(x + i), _mm256_loadu_ps(yf + i), a0);
+        float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+        for (; i < n; i++)
+            sum += lm_fp16_to_fp32(x[i]) * lm_fp16_to_fp32(y[i]);
+        s[r] = sum;
+    }
+}
+
 /* Contract: kernels.h. */
 void fp16_to_fp32_row_avx2(const void *vx, float *y, int64_t n)
 {

@@ -12,6 +12,8 @@
  * activation block sum (exact in integers). The 16-bit partial sums of a whole
  * block stay below 8 * 2 * 15 * 127 = 30480, so one vpmaddwd per block suffices.
  * Q8_0: sign trick (|w| unsigned, a * sign(w) signed), one vpmaddwd per slice.
+ * Each column's sum is PINned to a register (avx2_util.h): GCC otherwise
+ * builds add trees across columns and spills the products.
  */
 #include <immintrin.h>
 #include <string.h>

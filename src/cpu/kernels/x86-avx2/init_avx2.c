@@ -3,9 +3,12 @@
  * here keep their generic kernels. */
 #include "cpu/kernels/kernels.h"
 
+/* A new vec_dot drops any vec_dot_rows of a lower level (it must match the
+ * vec_dot bit for bit); set one after this where this level has it. */
 static void set_dot(struct lm_cpu_kernels *k, enum lm_type t, lm_vec_dot_fn fn)
 {
     k->type[t].vec_dot = fn;
+    k->type[t].vec_dot_rows = NULL;
     k->vec_dot_isa[t] = LM_ISA_AVX2;
 }
 
@@ -26,6 +29,7 @@ void lm_cpu_kernels_init_avx2(struct lm_cpu_kernels *k)
 {
     set_dot(k, LM_TYPE_F32, vec_dot_f32_avx2);
     set_dot(k, LM_TYPE_F16, vec_dot_f16_avx2);
+    k->type[LM_TYPE_F16].vec_dot_rows = vec_dot_rows_f16_avx2;
     set_dot(k, LM_TYPE_BF16, vec_dot_bf16_avx2);
     set_dot(k, LM_TYPE_Q4_0, vec_dot_q4_0_q8_0_avx2);
     set_dot(k, LM_TYPE_Q4_1, vec_dot_q4_1_q8_1_avx2);
