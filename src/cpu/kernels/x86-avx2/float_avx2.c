@@ -37,60 +37,45 @@ static inline __m256 load_f16x8(const lm_fp16 *p)
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
 }
 
-/* Contract: kernels.h. */
-void vec_dot_f16_avx2(int64_t n, float *s, const void *vx, const void *vy)
+/* The F16 dot of x with y: y's elements below n / 8 * 8 come already widened
+ * from yf when it is non-NULL, else from y (the same floats either way), so
+ * vec_dot_f16 and vec_dot_rows_f16 run this one loop and give the same bits. */
+static inline float dot_f16(int64_t n, const lm_fp16 *x, const lm_fp16 *y, const float *yf)
 {
-    const lm_fp16 *x = vx, *y = vy;
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+#define Y8(j) (yf ? _mm256_loadu_ps(yf + (j)) : load_f16x8(y + (j)))
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
         avx2_prefetch((const char *)(x + i) + LM_AVX2_PREFETCH);
-        a0 = _mm256_fmadd_ps(load_f16x8(x + i), load_f16x8(y + i), a0);
-        a1 = _mm256_fmadd_ps(load_f16x8(x + i + 8), load_f16x8(y + i + 8), a1);
-        a2 = _mm256_fmadd_ps(load_f16x8(x + i + 16), load_f16x8(y + i + 16), a2);
-        a3 = _mm256_fmadd_ps(load_f16x8(x + i + 24), load_f16x8(y + i + 24), a3);
+        a0 = _mm256_fmadd_ps(load_f16x8(x + i), Y8(i), a0);
+        a1 = _mm256_fmadd_ps(load_f16x8(x + i + 8), Y8(i + 8), a1);
+        a2 = _mm256_fmadd_ps(load_f16x8(x + i + 16), Y8(i + 16), a2);
+        a3 = _mm256_fmadd_ps(load_f16x8(x + i + 24), Y8(i + 24), a3);
     }
     for (; i + 8 <= n; i += 8)
-        a0 = _mm256_fmadd_ps(load_f16x8(x + i), load_f16x8(y + i), a0);
+        a0 = _mm256_fmadd_ps(load_f16x8(x + i), Y8(i), a0);
+#undef Y8
     float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
     for (; i < n; i++)
         sum += lm_fp16_to_fp32(x[i]) * lm_fp16_to_fp32(y[i]);
-    *s = sum;
+    return sum;
 }
 
-/* Contract: kernels.h (lm_vec_dot_rows_fn). The loop of vec_dot_f16_avx2
- * (same lanes, same order, same tail) with y widened once into a stack
- * buffer: the FMAs see the same floats, so every result has the same bits. */
+/* Contract: kernels.h. */
+void vec_dot_f16_avx2(int64_t n, float *s, const void *vx, const void *vy) { *s = dot_f16(n, vx, vy, NULL); }
+
+/* Contract: kernels.h (lm_vec_dot_rows_fn). y widened once into a stack
+ * buffer, then dot_f16 per row: every result has vec_dot_f16_avx2's bits. */
 void vec_dot_rows_f16_avx2(int64_t n, int64_t nr, float *s, const void *vx, size_t bx, const void *vy)
 {
     enum { MAX_N = 4096 }; /* 16 KiB of widened y on the stack */
     const lm_fp16 *y = vy;
-    if (n > MAX_N) {
-        for (int64_t r = 0; r < nr; r++)
-            vec_dot_f16_avx2(n, s + r, (const char *)vx + (size_t)r * bx, vy);
-        return;
-    }
     float yf[MAX_N];
-    const int64_t n8 = n / 8 * 8;
-    for (int64_t i = 0; i < n8; i += 8)
+    const bool widen = n <= MAX_N;
+    for (int64_t i = 0; widen && i + 8 <= n; i += 8)
         _mm256_storeu_ps(yf + i, load_f16x8(y + i));
-    for (int64_t r = 0; r < nr; r++) {
-        const lm_fp16 *x = (const lm_fp16 *)((const char *)vx + (size_t)r * bx);
-        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-        int64_t i = 0;
-        for (; i + 32 <= n; i += 32) {
-            a0 = _mm256_fmadd_ps(load_f16x8(x + i), _mm256_loadu_ps(yf + i), a0);
-            a1 = _mm256_fmadd_ps(load_f16x8(x + i + 8), _mm256_loadu_ps(yf + i + 8), a1);
-            a2 = _mm256_fmadd_ps(load_f16x8(x + i + 16), _mm256_loadu_ps(yf + i + 16), a2);
-            a3 = _mm256_fmadd_ps(load_f16x8(x + i + 24), _mm256_loadu_ps(yf + i + 24), a3);
-        }
-        for (; i + 8 <= n; i += 8)
-            a0 = _mm256_fmadd_ps(load_f16x8(x + i), _mm256_loadu_ps(yf + i), a0);
-        float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-        for (; i < n; i++)
-            sum += lm_fp16_to_fp32(x[i]) * lm_fp16_to_fp32(y[i]);
-        s[r] = sum;
-    }
+    for (int64_t r = 0; r < nr; r++)
+        s[r] = dot_f16(n, (const lm_fp16 *)((const char *)vx + (size_t)r * bx), y, widen ? yf : NULL);
 }
 
 /* Contract: kernels.h. */
