@@ -40,9 +40,10 @@ static inline float half(lm_fp16 h) { return _cvtsh_ss(h); }
  * columns stay in registers while the block's 4 chunks are unpacked one at a
  * time (low nibbles: elements 4c.., high nibbles: elements 16+4c..). */
 #define Q4_COLS(NC)                                                                                               \
-    static void q4_cols_##NC(int64_t nb, const struct lm_block_q4_0x8 *w, const char *y, size_t by,               \
-                             const int16_t *ysum, float *s, size_t ldc)                                           \
+    static void q4_cols_##NC(int64_t nb, const void *vw, const char *y, size_t by, const int16_t *ysum, float *s,  \
+                             size_t ldc)                                                                          \
     {                                                                                                             \
+        const struct lm_block_q4_0x8 *w = vw;                                                                     \
         const __m256i m4 = _mm256_set1_epi8(0x0F);                                                                \
         const __m256i ones = _mm256_set1_epi16(1);                                                                \
         __m256 acc[NC];                                                                                           \
@@ -86,32 +87,39 @@ Q4_COLS(2)
 Q4_COLS(3)
 Q4_COLS(4)
 
+/* NC (1..4) columns of a group: cols[NC - 1]; ysum may be NULL when unused. */
+typedef void (*cols_fn)(int64_t nb, const void *w, const char *y, size_t by, const int16_t *ysum, float *s,
+                        size_t ldc);
+
+/* nc columns in fours (the last call takes the remainder). */
+static void gemm_by_4(const cols_fn cols[4], int64_t k, float *s, size_t ldc, const void *x, const char *y,
+                      size_t by, const int16_t *ysum, int nc)
+{
+    const int64_t nb = k / LM_QK;
+    for (int c0 = 0; c0 < nc; c0 += 4) {
+        const int n = nc - c0 < 4 ? nc - c0 : 4;
+        cols[n - 1](nb, x, y + (size_t)c0 * by, by, ysum ? ysum + (size_t)c0 * (size_t)nb : NULL,
+                    s + (size_t)c0 * ldc, ldc);
+    }
+}
+
+static const cols_fn q4_cols[4] = {q4_cols_1, q4_cols_2, q4_cols_3, q4_cols_4};
+
 /* Contract: kernels.h. */
 void gemm_q4_0x8_q8_0_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                            const int16_t *ysum, int nc)
 {
-    const int64_t nb = k / LM_QK;
-    const char *yc = y;
-    for (int c0 = 0; c0 < nc; c0 += 4) {
-        const int n = nc - c0 < 4 ? nc - c0 : 4;
-        const char *yy = yc + (size_t)c0 * by;
-        const int16_t *ss = ysum + (size_t)c0 * (size_t)nb;
-        float *out = s + (size_t)c0 * ldc;
-        switch (n) {
-        case 4: q4_cols_4(nb, x, yy, by, ss, out, ldc); break;
-        case 3: q4_cols_3(nb, x, yy, by, ss, out, ldc); break;
-        case 2: q4_cols_2(nb, x, yy, by, ss, out, ldc); break;
-        default: q4_cols_1(nb, x, yy, by, ss, out, ldc); break;
-        }
-    }
+    gemm_by_4(q4_cols, k, s, ldc, x, y, by, ysum, nc);
 }
 
 /* NC (1..4) columns against one q8_0x8 group, all blocks: each chunk's
  * weights are loaded and made unsigned once for all columns (sign trick). */
 #define Q8_COLS(NC)                                                                                               \
-    static void q8_cols_##NC(int64_t nb, const struct lm_block_q8_0x8 *w, const char *y, size_t by, float *s,     \
+    static void q8_cols_##NC(int64_t nb, const void *vw, const char *y, size_t by, const int16_t *ysum, float *s,  \
                              size_t ldc)                                                                          \
     {                                                                                                             \
+        (void)ysum;                                                                                               \
+        const struct lm_block_q8_0x8 *w = vw;                                                                     \
         const __m256i ones = _mm256_set1_epi16(1);                                                                \
         __m256 acc[NC];                                                                                           \
         for (int c = 0; c < NC; c++)                                                                              \
@@ -149,23 +157,14 @@ Q8_COLS(2)
 Q8_COLS(3)
 Q8_COLS(4)
 
+static const cols_fn q8_cols[4] = {q8_cols_1, q8_cols_2, q8_cols_3, q8_cols_4};
+
 /* Contract: kernels.h. */
 void gemm_q8_0x8_q8_0_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                            const int16_t *ysum, int nc)
 {
     (void)ysum;
-    const int64_t nb = k / LM_QK;
-    for (int c0 = 0; c0 < nc; c0 += 4) {
-        const int n = nc - c0 < 4 ? nc - c0 : 4;
-        const char *yy = (const char *)y + (size_t)c0 * by;
-        float *out = s + (size_t)c0 * ldc;
-        switch (n) {
-        case 4: q8_cols_4(nb, x, yy, by, out, ldc); break;
-        case 3: q8_cols_3(nb, x, yy, by, out, ldc); break;
-        case 2: q8_cols_2(nb, x, yy, by, out, ldc); break;
-        default: q8_cols_1(nb, x, yy, by, out, ldc); break;
-        }
-    }
+    gemm_by_4(q8_cols, k, s, ldc, x, y, by, NULL, nc);
 }
 
 /* Fill the GEMM slots of an AVX2-level table. */
