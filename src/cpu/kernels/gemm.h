@@ -62,4 +62,17 @@ void fp32_round_bf16_row_avx2(const float *x, void *y, int64_t n);
 /* Fill the gemm_x8 slots of an AVX2-level table (kernels/x86-avx2/gemm_avx2.c). */
 void lm_cpu_gemm_init_avx2(struct lm_cpu_kernels *k);
 
+/* ---- AVX-512 (kernels/x86-avx512/; call only when
+ * lm_cpu_kernels_for(LM_ISA_AVX512) is non-NULL) ---- */
+
+/* Integer layouts, VNNI (gemm_avx512.c, gemm_kquant_avx512.c). */
+
+/* Fill the integer GEMM slots of an AVX-512-level table. */
+void lm_cpu_gemm_init_avx512_int8(struct lm_cpu_kernels *k);
+
+/* Float layouts (gemm_float_avx512.c). */
+
+/* Fill the float GEMM slots of an AVX-512-level table. */
+void lm_cpu_gemm_init_avx512_float(struct lm_cpu_kernels *k);
+
 #endif

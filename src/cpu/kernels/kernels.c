@@ -108,7 +108,7 @@ static void build_tables(void)
     }
 #endif
 #ifdef LM_HAVE_X86_AVX512
-    if (best == LM_ISA_AVX2 && f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq) {
+    if (best == LM_ISA_AVX2 && f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq && f->avx512vnni) {
         g_tables[LM_ISA_AVX512] = g_tables[LM_ISA_AVX2];
         g_tables[LM_ISA_AVX512].isa = LM_ISA_AVX512;
         lm_cpu_kernels_init_avx512(&g_tables[LM_ISA_AVX512]);

@@ -5,7 +5,10 @@
  * ISA can replace any slot. kernels/generic/ has a portable C version of every
  * slot (always built; the reference in tests). kernels/x86-avx2/ (compiled with
  * -mavx2 -mfma -mf16c) overrides some slots at init when cpuid reports AVX2,
- * FMA, F16C and OS support for YMM state; kernels/x86-avx512/ is reserved.
+ * FMA, F16C and OS support for YMM state; kernels/x86-avx512/
+ * (-mavx512f/bw/vl/dq/vnni/bf16/vbmi) overrides slots of the AVX2 table when
+ * cpuid reports AVX-512 F/BW/VL/DQ + VNNI and OS support for ZMM state
+ * (BF16 kernels only with AVX512_BF16).
  *
  * Tables are built once (thread-safe, on first use) per ISA level: level L is
  * the generic table with the overrides of every level <= L applied in order.
@@ -135,7 +138,7 @@ void f32_from_float_row_generic(const float *x, void *y, int64_t n);
 /* ---- ISA overrides: each fills its slots of k (and the *_isa fields) ---- */
 
 void lm_cpu_kernels_init_avx2(struct lm_cpu_kernels *k);   /* kernels/x86-avx2/ */
-void lm_cpu_kernels_init_avx512(struct lm_cpu_kernels *k); /* kernels/x86-avx512/ (not yet) */
+void lm_cpu_kernels_init_avx512(struct lm_cpu_kernels *k); /* kernels/x86-avx512/ */
 
 /* The AVX2 kernels, declared here so tests and benches can call them by name
  * (only present in builds with LM_HAVE_X86_AVX2; call only when
@@ -166,5 +169,9 @@ void fp16_to_fp32_row_avx2(const void *x, float *y, int64_t n);
 void fp32_to_fp16_row_avx2(const float *x, void *y, int64_t n);
 void bf16_to_fp32_row_avx2(const void *x, float *y, int64_t n);
 void fp32_to_bf16_row_avx2(const float *x, void *y, int64_t n);
+
+/* The AVX-512 kernels (kernels/x86-avx512/; present in builds with
+ * LM_HAVE_X86_AVX512; call only when lm_cpu_kernels_for(LM_ISA_AVX512) is
+ * non-NULL, and the *_bf16 dot kernels only when lm_cpu_features()->avx512bf16). */
 
 #endif
