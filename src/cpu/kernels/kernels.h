@@ -89,8 +89,18 @@ struct lm_cpu_type_kernels {
     bool gemm_sums;              /* gemm_x8 reads Q8_0 activation block sums */
 };
 
+/* Softmax's exponentials: y[i] = exp(x[i] - max) for i < n (y may be x;
+ * exp(-inf) = 0, NaN stays NaN), returns the sum of the y[i] in double.
+ * Generic: libm expf and a sequential double sum; SIMD versions: a vector
+ * exp within 2 ulp of expf (subnormal results within 2^-149 absolute)
+ * and the sum in double lanes. SOFT_MAX and ATTN both call it, so fused and
+ * unfused attention stay bit-identical with one table. */
+typedef double (*lm_exp_sum_fn)(int64_t n, float *y, const float *x, float max);
+
 struct lm_cpu_kernels {
     enum lm_cpu_isa isa;                              /* level this table was built for */
+    lm_exp_sum_fn exp_sum;
+    enum lm_cpu_isa exp_sum_isa;
     struct lm_cpu_type_kernels type[LM_TYPE_COUNT];
     /* Which ISA filled each slot (for tests and benches). */
     enum lm_cpu_isa vec_dot_isa[LM_TYPE_COUNT];
@@ -134,6 +144,7 @@ void bf16_to_fp32_row_generic(const void *x, float *y, int64_t n);
 void fp32_to_bf16_row_generic(const float *x, void *y, int64_t n);
 void f32_copy_row_generic(const void *x, float *y, int64_t n);
 void f32_from_float_row_generic(const float *x, void *y, int64_t n);
+double exp_sum_generic(int64_t n, float *y, const float *x, float max);
 
 /* ---- ISA overrides: each fills its slots of k (and the *_isa fields) ---- */
 
@@ -169,9 +180,11 @@ void fp16_to_fp32_row_avx2(const void *x, float *y, int64_t n);
 void fp32_to_fp16_row_avx2(const float *x, void *y, int64_t n);
 void bf16_to_fp32_row_avx2(const void *x, float *y, int64_t n);
 void fp32_to_bf16_row_avx2(const float *x, void *y, int64_t n);
+double exp_sum_avx2(int64_t n, float *y, const float *x, float max);
 
 /* The AVX-512 kernels (kernels/x86-avx512/; present in builds with
  * LM_HAVE_X86_AVX512; call only when lm_cpu_kernels_for(LM_ISA_AVX512) is
  * non-NULL, and the *_bf16 dot kernels only when lm_cpu_features()->avx512bf16). */
+double exp_sum_avx512(int64_t n, float *y, const float *x, float max);
 
 #endif

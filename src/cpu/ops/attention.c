@@ -6,8 +6,8 @@
  *     table's vec_dot of a K row with it (or its vec_dot_rows over the
  *     query's range: the same bits, q widened once), times scale, plus
  *     slope * mask in float (softmax.c's order);
- *   - softmax as softmax.c: max subtracted, expf, the sum in double, one
- *     float multiply by 1/sum;
+ *   - softmax as softmax.c: max subtracted, the table's exp_sum (the same
+ *     exponentials and double sum), one float multiply by 1/sum;
  *   - the probabilities are rounded to v's vec_dot_type and each output
  *     channel is vec_dot(V row c, p) (or vec_dot_rows over the channels).
  * Cells whose mask is -inf are skipped: phase 1 finds, per query, the range
@@ -44,6 +44,7 @@ struct attn_ctx {
     lm_vec_dot_fn kdot, vdot;
     lm_vec_dot_rows_fn kdot_rows, vdot_rows; /* NULL: kdot per cell, vdot per channel */
     lm_from_float_fn kenc, venc;
+    lm_exp_sum_fn exp_sum;
     size_t ranges_off;                /* shared: int32 lo, hi per query */
     size_t thread_off;                /* per-thread slices start here; each holds: */
     size_t qc_off, s_off, pc_off, per_thread; /* [gathered q][rounded q][scores][rounded p] */
@@ -74,6 +75,7 @@ static void attn_init(struct attn_ctx *c, const struct lm_tensor *dst, const str
     c->vdot = vk->vec_dot;
     c->kenc = kern->type[c->kt].from_float;
     c->venc = kern->type[c->vt].from_float;
+    c->exp_sum = kern->exp_sum;
     c->ranges_off = 0;
     c->thread_off = lm_cpu_pad((size_t)c->n_q * 2 * sizeof(int32_t));
     c->qc_off = lm_cpu_pad((size_t)c->d * sizeof(float));
@@ -160,11 +162,7 @@ static void attn_softmax(const struct attn_ctx *c, const void *qc, float *s, int
         s[j] = w;
         max = w > max ? w : max;
     }
-    double sum = 0.0;
-    for (int64_t j = lo; j < hi; j++) {
-        s[j] = s[j] == -INFINITY ? 0.0f : expf(s[j] - max);
-        sum += (double)s[j];
-    }
+    const double sum = c->exp_sum(hi - lo, s + lo, s + lo, max); /* hidden cells: exp(-inf) = 0 */
     const float inv = (float)(1.0 / sum);
     for (int64_t j = lo; j < hi; j++)
         s[j] *= inv;

@@ -3,8 +3,9 @@
  * SOFT_MAX per row of a [n_kv, n_q, n_head, B]:
  *     w = a * scale + slope_h * mask[row i1]   (mask broadcast over dims 2, 3)
  *     y = exp(w - max w) / sum exp(w - max w)
- * as ggml computes it: w in float in a per-thread row buffer, the sum in
- * double, one float multiply by 1/sum. slope_h from max_bias as in tensor.h
+ * as ggml computes it: w in float in a per-thread row buffer, the
+ * exponentials and their sum in double by the table's exp_sum (kernels.h),
+ * one float multiply by 1/sum. slope_h from max_bias as in tensor.h
  * (1 when max_bias == 0). A row whose w are all -inf gives NaN, as in ggml.
  * Threads split rows; any strides.
  */
@@ -39,11 +40,7 @@ void lm_cpu_op_soft_max(const struct lm_cpu_params *p, struct lm_tensor *dst)
         float max = -INFINITY;
         for (int64_t i = 0; i < n; i++)
             max = w[i] > max ? w[i] : max;
-        double sum = 0.0;
-        for (int64_t i = 0; i < n; i++) {
-            w[i] = expf(w[i] - max);
-            sum += (double)w[i];
-        }
+        const double sum = p->kern->exp_sum(n, w, w, max);
         const float inv = (float)(1.0 / sum);
         char *y = lm_cpu_row(dst, &it);
         for (int64_t i = 0; i < n; i++)

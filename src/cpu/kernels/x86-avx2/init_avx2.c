@@ -52,4 +52,6 @@ void lm_cpu_kernels_init_avx2(struct lm_cpu_kernels *k)
     set_to(k, LM_TYPE_BF16, bf16_to_fp32_row_avx2);
     set_to(k, LM_TYPE_Q4_0, dequantize_row_q4_0_avx2);
     set_to(k, LM_TYPE_Q8_0, dequantize_row_q8_0_avx2);
+    k->exp_sum = exp_sum_avx2;
+    k->exp_sum_isa = LM_ISA_AVX2;
 }

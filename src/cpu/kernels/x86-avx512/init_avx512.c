@@ -20,6 +20,8 @@ static void set_dot(struct lm_cpu_kernels *k, enum lm_type t, lm_vec_dot_fn fn)
 void lm_cpu_kernels_init_avx512(struct lm_cpu_kernels *k)
 {
     (void)set_dot;
+    k->exp_sum = exp_sum_avx512;
+    k->exp_sum_isa = LM_ISA_AVX512;
     lm_cpu_gemm_init_avx512_int8(k);
     lm_cpu_gemm_init_avx512_float(k);
 }

@@ -1,0 +1,58 @@
+/* exp_avx512.c - softmax's exponentials on 16 lanes (kernels.h lm_exp_sum_fn).
+ *
+ * The arithmetic of exp_avx2.c (n = round(t log2 e), r = t - n ln2 in two
+ * FMAs, Taylor polynomial of degree 7), with vscalefps for the 2^n factor,
+ * which rounds subnormal results once and gives 0 / inf past the ends; the
+ * tail is a masked load and store. Within 2 ulp of expf (tests/cpu/test_exp.c).
+ * The sum runs in 8 double lanes per 16 floats.
+ */
+#include <immintrin.h>
+
+#include "cpu/kernels/kernels.h"
+
+static inline __m512 exp16(__m512 t)
+{
+    t = _mm512_max_ps(t, _mm512_set1_ps(-110.0f)); /* NaN becomes -110 here: exp_or_nan restores it */
+    t = _mm512_min_ps(t, _mm512_set1_ps(100.0f));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(t, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), t);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187045e-06f), r);
+    __m512 p = _mm512_set1_ps(1.0f / 5040);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
+static inline __m512 exp_or_nan(__m512 t)
+{
+    const __mmask16 nan = _mm512_cmp_ps_mask(t, t, _CMP_UNORD_Q);
+    return _mm512_mask_blend_ps(nan, exp16(t), t);
+}
+
+/* Contract: kernels.h. */
+double exp_sum_avx512(int64_t n, float *y, const float *x, float max)
+{
+    const __m512 vmax = _mm512_set1_ps(max);
+    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512 e = exp_or_nan(_mm512_sub_ps(_mm512_loadu_ps(x + i), vmax));
+        _mm512_storeu_ps(y + i, e);
+        s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+        s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(e, 1)));
+    }
+    if (i < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        const __m512 e = _mm512_maskz_mov_ps(m, exp_or_nan(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), vmax)));
+        _mm512_mask_storeu_ps(y + i, m, e);
+        s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+        s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(e, 1)));
+    }
+    return _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+}

@@ -1,0 +1,97 @@
+/* test_exp.c - the exp_sum slot (kernels.h) of every kernel level: each
+ * exponential within 2 ulp of libm's expf over every float t = x - max in
+ * [-104, 0] (step 2^-10 near 0, coarser below) and near the subnormal edge,
+ * exp(-inf) = 0, NaN stays NaN, the double sum equals the sum of the written
+ * values to 1e-12 relative, tails of every length 0..40 written exactly
+ * there (guard values around the output stay untouched), and y == x works. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cpu/cpu.h"
+#include "cpu/kernels/kernels.h"
+#include "lm_test.h"
+
+/* Distance in ulps between two non-negative floats (as ordered integers). */
+static int64_t ulps(float a, float b)
+{
+    int32_t ia, ib;
+    memcpy(&ia, &a, 4);
+    memcpy(&ib, &b, 4);
+    return ia > ib ? (int64_t)ia - ib : (int64_t)ib - ia;
+}
+
+#define N 4096
+
+static void check_level(const struct lm_cpu_kernels *k)
+{
+    static float x[N], y[N + 2];
+    const char *name = lm_cpu_isa_name(k->isa);
+    int64_t worst = 0, bad = 0;
+    /* t from 0 down to -104: dense near 0, then geometric */
+    int count = 0;
+    for (float t = 0.0f; t > -104.0f && count < 1000000;) {
+        int m = 0;
+        for (; m < N && t > -104.0f; m++) {
+            x[m] = t + 3.5f;
+            t -= t > -8.0f ? 0.0009765625f : 0.0131f;
+        }
+        k->exp_sum(m, y, x, 3.5f);
+        for (int i = 0; i < m; i++) {
+            const float want = expf(x[i] - 3.5f);
+            const int64_t u = ulps(y[i], want);
+            worst = u > worst ? u : worst;
+            bad += u > 2;
+        }
+        count += m;
+    }
+    CHECKF(bad == 0, "%s exp: %lld of %d values beyond 2 ulp (worst %lld)", name, (long long)bad, count, (long long)worst);
+    /* the subnormal edge and the specials */
+    const float sp[] = {-87.0f, -87.5f, -88.7f, -95.0f, -100.0f, -103.0f, -103.9f, -104.0f, -104.5f, -200.0f,
+                        -INFINITY, NAN, 0.0f, -0.0f, -1e-30f, -5e-8f};
+    const int ns = (int)(sizeof sp / sizeof sp[0]);
+    memcpy(x, sp, sizeof sp);
+    k->exp_sum(ns, y, x, 0.0f);
+    for (int i = 0; i < ns; i++) {
+        const float want = expf(sp[i]);
+        if (isnan(want))
+            CHECKF(isnan(y[i]), "%s exp(NaN) = %g", name, (double)y[i]);
+        else if (want < 1.2e-38f)
+            CHECKF(fabsf(y[i] - want) <= 2.9e-45f, "%s exp(%g) = %g, expf %g", name, (double)sp[i], (double)y[i],
+                   (double)want);
+        else
+            CHECKF(ulps(y[i], want) <= 2, "%s exp(%g) = %.9g, expf %.9g", name, (double)sp[i], (double)y[i],
+                   (double)want);
+    }
+    /* tails: lengths 0..40, guards untouched, sum of what was written, in place */
+    for (int n = 0; n <= 40; n++) {
+        for (int i = 0; i < n; i++)
+            x[i] = (float)((i * 37) % 23) * -0.37f;
+        y[0] = 1234.0f;
+        y[n + 1] = 4321.0f;
+        const double s = k->exp_sum(n, y + 1, x, 0.25f);
+        double want = 0.0;
+        int off = 0;
+        for (int i = 0; i < n; i++) {
+            want += (double)y[1 + i];
+            off += ulps(y[1 + i], expf(x[i] - 0.25f)) > 2;
+        }
+        CHECKF(off == 0 && y[0] == 1234.0f && y[n + 1] == 4321.0f, "%s exp tail n=%d", name, n);
+        CHECKF(fabs(s - want) <= 1e-12 * (want > 1 ? want : 1), "%s exp sum n=%d: %.17g vs %.17g", name, n, s, want);
+        memcpy(y, x, sizeof(float) * (size_t)n);
+        const double s2 = k->exp_sum(n, y, y, 0.25f);
+        CHECKF(s2 == s, "%s exp in place n=%d", name, n);
+    }
+    printf("exp: %s: %d values, worst %lld ulp vs expf\n", name, count, (long long)worst);
+}
+
+int main(void)
+{
+    for (int isa = 0; isa <= (int)lm_cpu_isa_best(); isa++) {
+        const struct lm_cpu_kernels *k = lm_cpu_kernels_for((enum lm_cpu_isa)isa);
+        if (k)
+            check_level(k);
+    }
+    return lm_test_summary();
+}
