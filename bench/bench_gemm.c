@@ -2,6 +2,8 @@
  * (kernels.h gemm_x8) on a weight matrix that stays in L2 and a tile of
  * activation columns, per type and ISA, in GMAC/s (multiply-adds per second).
  * Columns beyond LM_GEMM_MAX_NC are run in the matmul op's loop order.
+ * Where a level has a panel GEMM (AMX: F16, BF16), its line "panel" follows:
+ * one call over all rows and columns, as the matmul runs it per thread.
  * usage: bench_gemm [K] [rows] [cols] */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +21,30 @@ static double now(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* The panel GEMM (AMX level) over all rows and columns in one call, as the
+ * matmul op calls it for one thread. */
+static void bench_panel(const struct lm_cpu_type_kernels *tk, enum lm_type t, int64_t K, int64_t M, int N,
+                        const char *packed, const float *a, float *out)
+{
+    const size_t arow = lm_row_size(tk->panel_vt, K) + 64; /* as the matmul op: rows not 4 KiB apart */
+    char *act = malloc(arow * (size_t)N);
+    void *scratch = aligned_alloc(64, (tk->panel_scratch(K) + 63) / 64 * 64);
+    for (int c = 0; c < N; c++)
+        tk->panel_from_float(a + (size_t)c * (size_t)K, act + (size_t)c * arow, K);
+    double best = 1e9;
+    for (int rep = 0; rep < 7; rep++) {
+        double t0 = now();
+        tk->gemm_panel(K, M / LM_REPACK_ROWS, lm_row_size(t, K) * LM_REPACK_ROWS, out, (size_t)M, packed, act, arow,
+                       N, scratch);
+        double dt = now() - t0;
+        best = dt < best ? dt : best;
+    }
+    printf("  %-5s %-7s %8.1f GMAC/s (panel, min N %lld)\n", lm_type_name(t), "panel",
+           (double)K * (double)M * N / best / 1e9, (long long)tk->panel_min_n);
+    free(act);
+    free(scratch);
 }
 
 int main(int argc, char **argv)
@@ -74,6 +100,8 @@ int main(int argc, char **argv)
             }
             printf("  %-5s %-7s %8.1f GMAC/s\n", lm_type_name(t), lm_cpu_isa_name((enum lm_cpu_isa)isa),
                    (double)K * (double)M * N / best / 1e9);
+            if (tk->gemm_panel && K % LM_GEMM_PANEL_K == 0)
+                bench_panel(tk, t, K, M, N, packed, a, out);
             free(act);
             free(sums);
         }

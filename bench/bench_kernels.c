@@ -10,6 +10,8 @@
  *            token's matmuls read the weights: GFLOP/s and GB/s of weight
  *            bytes, and that as a share of the machine's single-thread read
  *            bandwidth (measured first with a plain read loop).
+ * Kernels a level inherits unchanged are shown once. Then attention shapes
+ * for the float KV-cache types (vec_dot per row vs vec_dot_rows, in L2).
  * Then the activation encoders (GB/s of F32 input) and row decoders (GB/s of
  * F32 output) of each ISA.
  *
@@ -115,6 +117,19 @@ static int64_t make_matrix(enum lm_type t, char *w, size_t bytes)
     return rows;
 }
 
+/* True when a lower available level has the same vec_dot and vec_dot_rows
+ * for t (a level that inherits them: shown once, under the kernel's name). */
+static bool same_as_lower(int isa, enum lm_type t)
+{
+    const struct lm_cpu_kernels *k = lm_cpu_kernels_for((enum lm_cpu_isa)isa);
+    for (int j = 0; j < isa; j++) {
+        const struct lm_cpu_kernels *l = lm_cpu_kernels_for((enum lm_cpu_isa)j);
+        if (l && l->type[t].vec_dot == k->type[t].vec_dot && l->type[t].vec_dot_rows == k->type[t].vec_dot_rows)
+            return true;
+    }
+    return false;
+}
+
 static void bench_type(enum lm_type t, char *w, size_t wbytes, double bw, double budget, float *sink)
 {
     const size_t row = lm_row_size(t, K);
@@ -124,7 +139,7 @@ static void bench_type(enum lm_type t, char *w, size_t wbytes, double bw, double
     fill(f, K, 12345);
     for (int isa = 0; isa < LM_ISA_COUNT; isa++) {
         const struct lm_cpu_kernels *k = lm_cpu_kernels_for((enum lm_cpu_isa)isa);
-        if (!k || !k->type[t].vec_dot)
+        if (!k || !k->type[t].vec_dot || same_as_lower(isa, t))
             continue;
         const enum lm_type vt = k->type[t].vec_dot_type;
         void *y = xmalloc(lm_row_size(vt, K));
@@ -140,6 +155,71 @@ static void bench_type(enum lm_type t, char *w, size_t wbytes, double bw, double
         free(y);
     }
     free(f);
+}
+
+/* Seconds per call of nr dots of n elements (rows bx bytes apart, one y):
+ * vec_dot per row, or vec_dot_rows when `rows`; best over passes. */
+static double time_rows(const struct lm_cpu_type_kernels *tk, bool rows, int64_t n, int64_t nr, const char *x,
+                        size_t bx, const void *y, double budget, float *out)
+{
+    double best = 1e30, t_end = now() + budget;
+    int passes = 0;
+    do {
+        double t0 = now();
+        for (int rep = 0; rep < 16; rep++) {
+            if (rows)
+                tk->vec_dot_rows(n, nr, out, x, bx, y);
+            else
+                for (int64_t r = 0; r < nr; r++)
+                    tk->vec_dot(n, &out[r], x + (size_t)r * bx, y);
+        }
+        double dt = (now() - t0) / 16;
+        best = dt < best ? dt : best;
+    } while (++passes < 2 || now() < t_end);
+    return best;
+}
+
+/* Attention shapes over an L2-resident KV cache of type t (F32, F16, BF16):
+ * "K" = one query against 512 key rows of 128 (head dim), "V" = 128 value
+ * channels over 1024 cells; GFLOP/s of vec_dot per row and of vec_dot_rows. */
+static void bench_rows(enum lm_type t, double budget)
+{
+    static const struct { const char *name; int64_t n, nr; } shapes[] = {{"K", 128, 512}, {"V", 1024, 128}};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const int64_t n = shapes[si].n, nr = shapes[si].nr;
+        const size_t bx = lm_row_size(t, n);
+        char *x = xmalloc(bx * (size_t)nr);
+        float *f = xmalloc(sizeof(float) * (size_t)n), *out = xmalloc(sizeof(float) * (size_t)nr);
+        for (int64_t r = 0; r < nr; r++) {
+            fill(f, n, (uint64_t)r + 99);
+            if (t == LM_TYPE_F32)
+                memcpy(x + (size_t)r * bx, f, bx);
+            else
+                lm_quant_traits(t)->from_float(f, x + (size_t)r * bx, n);
+        }
+        fill(f, n, 4321);
+        for (int isa = 0; isa < LM_ISA_COUNT; isa++) {
+            const struct lm_cpu_kernels *k = lm_cpu_kernels_for((enum lm_cpu_isa)isa);
+            if (!k || same_as_lower(isa, t))
+                continue;
+            const struct lm_cpu_type_kernels *tk = &k->type[t];
+            void *y = xmalloc(lm_row_size(tk->vec_dot_type, n));
+            tk->from_float(f, y, n);
+            const double flop = 2.0 * (double)n * (double)nr;
+            const double td = time_rows(tk, false, n, nr, x, bx, y, budget / 2, out);
+            printf("%-6s %-8s %s n=%-5lld rows=%-4lld vec_dot %7.2f GF/s", lm_type_name(t),
+                   lm_cpu_isa_name(k->vec_dot_isa[t]), shapes[si].name, (long long)n, (long long)nr, flop / td * 1e-9);
+            if (tk->vec_dot_rows) {
+                const double tr = time_rows(tk, true, n, nr, x, bx, y, budget / 2, out);
+                printf("   vec_dot_rows %7.2f GF/s", flop / tr * 1e-9);
+            }
+            printf("\n");
+            free(y);
+        }
+        free(x);
+        free(f);
+        free(out);
+    }
 }
 
 /* GB/s of F32 through a from_float (input) or to_float (output) of n elements. */
@@ -189,8 +269,14 @@ int main(int argc, char **argv)
             continue;
         bench_type((enum lm_type)t, w, wbytes, bw, budget, &sink);
     }
+    printf("\n== attention shapes (L2), one thread ==\n");
+    const enum lm_type rows_types[] = {LM_TYPE_F16, LM_TYPE_BF16, LM_TYPE_F32};
+    for (int i = 0; i < 3; i++)
+        if (!filter || strcmp(filter, lm_type_name(rows_types[i])) == 0)
+            bench_rows(rows_types[i], budget);
     const enum lm_type enc[] = {LM_TYPE_F16, LM_TYPE_BF16, LM_TYPE_Q8_0, LM_TYPE_Q8_1, LM_TYPE_Q8_K};
-    const enum lm_type dec[] = {LM_TYPE_F16, LM_TYPE_BF16, LM_TYPE_Q4_0, LM_TYPE_Q8_0};
+    const enum lm_type dec[] = {LM_TYPE_F16,  LM_TYPE_BF16, LM_TYPE_Q4_0, LM_TYPE_Q4_1, LM_TYPE_Q5_0, LM_TYPE_Q5_1,
+                                LM_TYPE_Q8_0, LM_TYPE_Q2_K, LM_TYPE_Q3_K, LM_TYPE_Q4_K, LM_TYPE_Q5_K, LM_TYPE_Q6_K};
     for (int isa = 0; isa < LM_ISA_COUNT; isa++) {
         const struct lm_cpu_kernels *k = lm_cpu_kernels_for((enum lm_cpu_isa)isa);
         if (!k)
@@ -199,7 +285,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < 5; i++)
             if (!filter || strcmp(filter, lm_type_name(enc[i])) == 0)
                 bench_conv(k, enc[i], true, budget / 2);
-        for (int i = 0; i < 4; i++)
+        for (size_t i = 0; i < sizeof dec / sizeof dec[0]; i++)
             if (!filter || strcmp(filter, lm_type_name(dec[i])) == 0)
                 bench_conv(k, dec[i], false, budget / 2);
     }

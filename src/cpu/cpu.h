@@ -32,17 +32,24 @@ struct lm_cpu_features {
     bool sse3, ssse3, avx, avx2, fma, f16c;
     bool avx512f, avx512bw, avx512vl, avx512dq, avx512vnni, avx512bf16, avx512vbmi;
     bool avx_vnni;
+    /* AMX: cpuid leaf 7 edx bits 24 (tile), 22 (bf16), 25 (int8), reported only
+     * when XCR0 has the tile state (bits 17-18) and Linux granted this process
+     * the tile data state (arch_prctl ARCH_REQ_XCOMP_PERM, asked once here). */
+    bool amx_tile, amx_bf16, amx_int8;
 };
 const struct lm_cpu_features *lm_cpu_features(void);
 
-/* Kernel sets ("generic", "avx2", "avx512"), most capable last. */
-enum lm_cpu_isa { LM_ISA_GENERIC = 0, LM_ISA_AVX2 = 1, LM_ISA_AVX512 = 2, LM_ISA_COUNT };
+/* Kernel sets ("generic", "avx2", "avx512", "amx"), most capable last. "amx"
+ * is the AVX-512 set plus the AMX-BF16 panel GEMM of F16/BF16 weights. */
+enum lm_cpu_isa { LM_ISA_GENERIC = 0, LM_ISA_AVX2 = 1, LM_ISA_AVX512 = 2, LM_ISA_AMX = 3, LM_ISA_COUNT };
 const char *lm_cpu_isa_name(enum lm_cpu_isa isa);
 /* The best kernel set this machine runs (and this build contains). */
 enum lm_cpu_isa lm_cpu_isa_best(void);
 /* Use kernel sets up to `isa` (for tests and benches comparing ISAs); returns
  * the level actually in effect (min of isa and best). Process-wide; call
- * between graph computations. */
+ * between graph computations. The starting level is the best one, or the one
+ * named by the environment variable LAMINA_ISA ("generic", "avx2", "avx512",
+ * "amx"; read once, when the tables are built) if that is lower. */
 enum lm_cpu_isa lm_cpu_isa_limit(enum lm_cpu_isa isa);
 
 #endif

@@ -2,11 +2,23 @@
  *
  * On x86 the features come from cpuid leaves 1 and 7 and are only reported
  * when the OS saves the register state they need (xgetbv: XMM+YMM for AVX*,
- * plus opmask/ZMM for AVX-512). Elsewhere every flag is false. Detection runs
- * once (pthread_once); the result is read-only afterwards.
+ * plus opmask/ZMM for AVX-512, plus XTILECFG/XTILEDATA for AMX). Elsewhere
+ * every flag is false. Detection runs once (pthread_once); the result is
+ * read-only afterwards.
+ *
+ * AMX on Linux: the tile data state (8 KiB per thread) is off until a process
+ * asks for it with arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA); a tile
+ * instruction without that permission faults (SIGILL). Detection asks once
+ * (the permission is process-wide and covers threads created later) and
+ * reports AMX only when the request succeeds.
  */
 #include <pthread.h>
 #include <string.h>
+
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "cpu/cpu.h"
 
@@ -25,6 +37,17 @@ static uint64_t read_xcr0(void)
     uint32_t eax, edx;
     __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
     return ((uint64_t)edx << 32) | eax;
+}
+
+/* Ask Linux for the AMX tile data state; true when granted. */
+static bool amx_permitted(void)
+{
+#if defined(__linux__) && defined(SYS_arch_prctl)
+    enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
+    return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+#else
+    return false;
+#endif
 }
 
 static void detect_x86(struct lm_cpu_features *f)
@@ -59,6 +82,11 @@ static void detect_x86(struct lm_cpu_features *f)
     f->avx512vbmi = ((c >> 1) & 1) && zmm_ok;
     f->avx512vnni = ((c >> 11) & 1) && zmm_ok;
     unsigned sub_max = a; /* leaf 7 subleaf 0 eax: highest subleaf */
+    if (((d >> 24) & 1) && (xcr0 & 0x60000) == 0x60000 && amx_permitted()) {
+        f->amx_tile = true;
+        f->amx_bf16 = (d >> 22) & 1;
+        f->amx_int8 = (d >> 25) & 1;
+    }
     if (sub_max >= 1) {
         __cpuid_count(7, 1, a, b, c, d);
         f->avx_vnni = ((a >> 4) & 1) && ymm_ok;

@@ -394,12 +394,13 @@ static void test_isa_vs_generic(void)
         if (k->from_float_isa[LM_TYPE_Q8_0])
             isa_q8_0(k, g, &r);
         /* every override is one of the tested ones: F16 and Q8_0 here; Q8_1, Q8_K,
-         * BF16 encoders and BF16, Q4_0, Q8_0 decoders in test_kernels_isa.c */
+         * BF16 encoders and BF16 decoders in test_kernels_isa.c; the decoders of
+         * every block type in test_dequant_isa.c */
         for (int t = 0; t < LM_TYPE_COUNT; t++) {
             bool other_ff = k->from_float_isa[t] && t != LM_TYPE_F16 && t != LM_TYPE_Q8_0 && t != LM_TYPE_Q8_1 &&
                             t != LM_TYPE_Q8_K && t != LM_TYPE_BF16;
-            bool other_tf = k->to_float_isa[t] && t != LM_TYPE_F16 && t != LM_TYPE_BF16 && t != LM_TYPE_Q4_0 &&
-                            t != LM_TYPE_Q8_0;
+            bool other_tf = k->to_float_isa[t] && t != LM_TYPE_F16 && t != LM_TYPE_BF16 &&
+                            lm_type_blck((enum lm_type)t) <= 1;
             CHECKF(!other_ff && !other_tf, "%s overrides an untested conversion of %s", lm_cpu_isa_name(k->isa),
                    lm_type_name((enum lm_type)t));
         }

@@ -12,6 +12,13 @@
  *    - "extreme": all weight bytes 0xFF or 0x00 with activation codes all
  *      +127 or -127 (largest pair sums: no int16 saturation allowed).
  *    Non-exact cases use test_kernels.c's bound 4.8e-7 (terms + 8) sum|x y|.
+ *    Every level's table is tested whole (slots inherited from a lower level
+ *    too); the counts of each level's own kernels are checked at the end.
+ *    BF16 also with subnormal and underflowing terms (vdpbf16ps flushes them).
+ *    vec_dot_rows of every table that has one: each row bit-identical to vec_dot.
+ *    F16 dots over 32-aligned sub-ranges equal the full-row dot (attention).
+ *    Each level's own vec_dot / vec_dot_rows with rows ending at a guard page
+ *    (a read past the end faults).
  * 2. Encoders: Q8_K byte-identical to quant/'s reference on every input
  *    (ties for the max, zeros, subnormals, huge values, inf, NaN); Q8_1 same
  *    scales, codes within one step, s = fp16(d * sum(codes)), and the
@@ -22,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "core/fp16.h"
 #include "cpu/kernels/kernels.h"
@@ -173,6 +181,55 @@ static void isa_dots(const struct lm_cpu_kernels *k, const struct lm_cpu_kernels
            lm_type_name(t), bad, cases);
 }
 
+/* A buffer whose last byte is followed by an inaccessible page: a kernel
+ * that reads past the end of its row faults. */
+struct guarded {
+    uint8_t *base, *p;
+    size_t len;
+};
+
+static bool guard_alloc(struct guarded *g, size_t bytes)
+{
+    const size_t page = 4096;
+    g->len = (bytes + page - 1) / page * page + page;
+    g->base = mmap(NULL, g->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (g->base == MAP_FAILED || mprotect(g->base + g->len - page, page, PROT_NONE) != 0)
+        return false;
+    g->p = g->base + g->len - page - bytes;
+    return true;
+}
+
+/* vec_dot and vec_dot_rows with x (3 rows) and y each ending at a guard page,
+ * at every length of isa_dots: no read past the end. */
+static void isa_guard(const struct lm_cpu_kernels *k, enum lm_type t, struct uc_rng *r)
+{
+    static const int64_t blocks[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 33};
+    const enum lm_type vt = k->type[t].vec_dot_type;
+    const bool blocked = lm_type_blck(t) > 1;
+    for (int si = 0; si < (blocked ? 10 : 131); si++) {
+        const int64_t n = blocked ? blocks[si] * lm_type_blck(t) : si;
+        const size_t bx = lm_row_size(t, n), by = lm_row_size(vt, n);
+        struct guarded gx, gy;
+        if (!guard_alloc(&gx, 3 * bx) || !guard_alloc(&gy, by)) {
+            CHECKF(0, "mmap failed");
+            return;
+        }
+        /* page end minus whole rows: natural alignment (row sizes are multiples of it) */
+        uint8_t *x = gx.p, *y = gy.p;
+        make_weights(r, t, x, n, RANDOM, 0);
+        make_weights(r, t, x + bx, n, RANDOM, 0);
+        make_weights(r, t, x + 2 * bx, n, RANDOM, 0);
+        make_acts(r, vt, y, n, RANDOM, 0);
+        float s[3];
+        k->type[t].vec_dot(n, &s[0], x + 2 * bx, y);
+        if (k->type[t].vec_dot_rows)
+            k->type[t].vec_dot_rows(n, 3, s, x, bx, y);
+        munmap(gx.base, gx.len);
+        munmap(gy.base, gy.len);
+    }
+    lm_test_pass++;
+}
+
 /* ---- 2. encoders and decoders ---- */
 
 /* Q8_K test input: blocks of random data and blocks of special values. */
@@ -272,7 +329,8 @@ static void isa_q8_1(const struct lm_cpu_kernels *k, const struct lm_cpu_kernels
     g->type[LM_TYPE_Q8_1].from_float(t, a, 32);
     k->type[LM_TYPE_Q8_1].from_float(t, b, 32);
     CHECKF(memcmp(a + 4, away, 6) == 0, "generic q8_1 does not round half away from zero");
-    CHECKF(memcmp(b + 4, k->from_float_isa[LM_TYPE_Q8_1] == LM_ISA_AVX2 ? even : away, 6) == 0,
+    /* every SIMD level's Q8_1 encoder is ggml's x86 one (an AVX-512 table keeps the AVX2 encoder) */
+    CHECKF(memcmp(b + 4, k->from_float_isa[LM_TYPE_Q8_1] != LM_ISA_GENERIC ? even : away, 6) == 0,
            "%s q8_1 tie rounding not as documented", lm_cpu_isa_name(k->isa));
     uc_free(x);
     uc_free(a);
@@ -341,6 +399,73 @@ static void isa_decode(const struct lm_cpu_kernels *k, const struct lm_cpu_kerne
     uc_free(b);
 }
 
+/* BF16 dots with subnormal and underflowing terms (vdpbf16ps treats
+ * subnormal inputs as 0 and flushes subnormal results): activations from the
+ * table's own encoder, the ISA bound plus the flushed terms (< 2^-126 |y| each,
+ * bounded by 1e-30 here), for lengths around every step. */
+static void isa_bf16_tiny(const struct lm_cpu_kernels *k, const struct lm_cpu_kernels *g, struct uc_rng *r)
+{
+    enum { N = 300 };
+    lm_bf16 *x = uc_alloc(N * 2, 2), *y = uc_alloc(N * 2, 2);
+    float *f = uc_alloc(N * 4, 4), *xf = uc_alloc(N * 4, 4), *yf = uc_alloc(N * 4, 4);
+    int bad = 0;
+    for (int n = 1; n <= N; n += 7) {
+        for (int i = 0; i < n; i++) { /* normal, subnormal (bits 0x0001..0x007F), and tiny normal values */
+            const int kind = (int)(uc_u64(r) % 3);
+            x[i] = kind == 0 ? lm_fp32_to_bf16(uc_float(r, -1.0f, 1.0f))
+                 : kind == 1 ? (lm_bf16)((uc_u64(r) % 0x7F + 1) | (uc_u64(r) % 2 ? 0x8000u : 0u))
+                             : lm_fp32_to_bf16(uc_float(r, -1.0f, 1.0f) * 1e-30f);
+            f[i] = uc_u64(r) % 2 ? uc_float(r, -1.0f, 1.0f) : uc_float(r, -1.0f, 1.0f) * 1e-20f;
+        }
+        k->type[LM_TYPE_BF16].from_float(f, y, n);
+        float a, b;
+        g->type[LM_TYPE_BF16].vec_dot(n, &a, x, y);
+        k->type[LM_TYPE_BF16].vec_dot(n, &b, x, y);
+        uc_decode(LM_TYPE_BF16, x, xf, n);
+        uc_decode(LM_TYPE_BF16, y, yf, n);
+        const double tol = 4.8e-7 * ((double)n / 8 + 8.0) * uc_dot_scale(xf, yf, n, 1) + 1e-30;
+        if (!(fabs((double)a - b) <= tol) && bad++ < 3)
+            fprintf(stderr, "%s bf16 tiny n=%d: %.9g vs generic %.9g (tol %.3g)\n", lm_cpu_isa_name(k->isa), n, b, a,
+                    tol);
+    }
+    CHECKF(bad == 0, "%s vec_dot bf16 with subnormal terms: %d bad", lm_cpu_isa_name(k->isa), bad);
+    uc_free(x);
+    uc_free(y);
+    uc_free(f);
+    uc_free(xf);
+    uc_free(yf);
+}
+
+/* F16 lanes depend on the element index mod 32 only (ops/attention.c,
+ * ATTN_BLOCK): the dot of a sub-range [a0, a1) with a0 a multiple of 32 (a1
+ * rounded up to one, or the row end) equals, bit for bit, the full-row dot
+ * whose p is zero outside it; so fused attention over an F16 KV cache gives
+ * the unfused graph's bits. */
+static void isa_f16_segments(const struct lm_cpu_kernels *k, struct uc_rng *r)
+{
+    enum { N = 517 };
+    lm_fp16 *x = uc_alloc(N * 2, 2), *p = uc_alloc(N * 2, 2);
+    int bad = 0, cases = 0;
+    for (int i = 0; i < N; i++)
+        x[i] = lm_fp32_to_fp16(uc_float(r, -2.0f, 2.0f));
+    for (int n = 33; n <= N; n += 41) {
+        for (int rep = 0; rep < 8; rep++, cases++) {
+            const int lo = (int)(uc_u64(r) % (uint64_t)n), hi = lo + 1 + (int)(uc_u64(r) % (uint64_t)(n - lo));
+            const int a0 = lo / 32 * 32, a1 = (hi + 31) / 32 * 32 < n ? (hi + 31) / 32 * 32 : n;
+            for (int i = 0; i < n; i++)
+                p[i] = i >= lo && i < hi ? lm_fp32_to_fp16(uc_float(r, 0.0f, 1.0f)) : 0;
+            float full, part;
+            k->type[LM_TYPE_F16].vec_dot(n, &full, x, p);
+            k->type[LM_TYPE_F16].vec_dot(a1 - a0, &part, x + a0, p + a0);
+            bad += memcmp(&full, &part, sizeof full) != 0;
+        }
+    }
+    CHECKF(bad == 0, "%s vec_dot f16: %d of %d 32-aligned sub-range dots differ from the full row",
+           lm_cpu_isa_name(k->isa), bad, cases);
+    uc_free(x);
+    uc_free(p);
+}
+
 /* vec_dot_rows (where a table has it) gives each row the bits of vec_dot:
  * lengths around the 32- and 8-element steps and past the stack buffer,
  * unaligned rows, row counts 1..7; nothing written past s[nr - 1]. */
@@ -348,8 +473,9 @@ static void isa_dot_rows(const struct lm_cpu_kernels *k, enum lm_type t, struct 
 {
     enum { NMAX = 4100, ROWS = 7 };
     const struct lm_cpu_type_kernels *tk = &k->type[t];
-    const size_t bx = lm_row_size(t, NMAX) + 6;
-    char *x = uc_alloc(bx * ROWS, 2), *y = uc_alloc(lm_row_size(tk->vec_dot_type, NMAX), 2);
+    const size_t al = t == LM_TYPE_F32 ? 4 : 2; /* natural alignment only */
+    const size_t bx = lm_row_size(t, NMAX) + 3 * al;
+    char *x = uc_alloc(bx * ROWS, al), *y = uc_alloc(lm_row_size(tk->vec_dot_type, NMAX), al);
     float *fx = uc_alloc(sizeof(float) * NMAX, 0);
     for (int row = 0; row < ROWS; row++) {
         for (int i = 0; i < NMAX; i++)
@@ -385,20 +511,30 @@ int main(void)
     const struct lm_cpu_kernels *g = lm_cpu_kernels_for(LM_ISA_GENERIC);
     struct uc_rng r;
     uc_seed(&r, 2024);
-    int tested = 0;
+    int tested = 0, own[LM_ISA_COUNT] = {0}, rows[LM_ISA_COUNT] = {0};
     for (int i = 1; i < LM_ISA_COUNT; i++) {
         const struct lm_cpu_kernels *k = lm_cpu_kernels_for((enum lm_cpu_isa)i);
         if (!k)
             continue;
+        /* every SIMD slot of the table, also those inherited from a lower level */
         for (int t = 0; t < LM_TYPE_COUNT; t++) {
             if (k->vec_dot_isa[t] != LM_ISA_GENERIC) {
                 isa_dots(k, g, (enum lm_type)t, &r);
                 tested++;
+                own[i] += k->vec_dot_isa[t] == (enum lm_cpu_isa)i;
             }
         }
         for (int t = 0; t < LM_TYPE_COUNT; t++)
-            if (k->type[t].vec_dot_rows)
+            if (k->vec_dot_isa[t] == (enum lm_cpu_isa)i)
+                isa_guard(k, (enum lm_type)t, &r);
+        for (int t = 0; t < LM_TYPE_COUNT; t++)
+            if (k->type[t].vec_dot_rows) {
                 isa_dot_rows(k, (enum lm_type)t, &r);
+                rows[i]++;
+            }
+        if (k->vec_dot_isa[LM_TYPE_BF16] != LM_ISA_GENERIC)
+            isa_bf16_tiny(k, g, &r);
+        isa_f16_segments(k, &r);
         if (k->from_float_isa[LM_TYPE_Q8_K])
             isa_q8_K(k, g, &r);
         if (k->from_float_isa[LM_TYPE_Q8_1])
@@ -409,19 +545,31 @@ int main(void)
             isa_decode(k, g, LM_TYPE_Q4_0, &r);
         if (k->to_float_isa[LM_TYPE_Q8_0])
             isa_decode(k, g, LM_TYPE_Q8_0, &r);
-        /* every override is tested here or in test_kernels.c (F16 both ways, Q8_0 encoder) */
+        /* every override is tested here, in test_kernels.c (F16 both ways, Q8_0 encoder) or in
+         * test_dequant_isa.c (the decoders of every block type, bit-exact) */
         for (int t = 0; t < LM_TYPE_COUNT; t++) {
             const bool ff = k->from_float_isa[t] && t != LM_TYPE_F16 && t != LM_TYPE_Q8_0 && t != LM_TYPE_Q8_1 &&
                             t != LM_TYPE_Q8_K && t != LM_TYPE_BF16;
-            const bool tf = k->to_float_isa[t] && t != LM_TYPE_F16 && t != LM_TYPE_BF16 && t != LM_TYPE_Q4_0 &&
-                            t != LM_TYPE_Q8_0;
+            const bool tf = k->to_float_isa[t] && t != LM_TYPE_F16 && t != LM_TYPE_BF16 &&
+                            lm_type_blck((enum lm_type)t) <= 1;
             CHECKF(!ff && !tf, "%s overrides an untested conversion of %s", lm_cpu_isa_name(k->isa),
                    lm_type_name((enum lm_type)t));
         }
     }
+    /* each level present fills its own slots: AVX2 all 13 dot types (F16 rows);
+     * AVX-512 all but F32 (init_avx512.c says why; BF16 only with AVX512_BF16;
+     * F16 (, BF16) rows) */
     const struct lm_cpu_features *f = lm_cpu_features();
+    if (lm_cpu_kernels_for(LM_ISA_AVX2))
+        CHECKF(own[LM_ISA_AVX2] >= 13 && rows[LM_ISA_AVX2] >= 1, "avx2: %d vec_dot, %d vec_dot_rows overrides",
+               own[LM_ISA_AVX2], rows[LM_ISA_AVX2]);
+    if (lm_cpu_kernels_for(LM_ISA_AVX512))
+        CHECKF(own[LM_ISA_AVX512] >= 11 + f->avx512bf16 && rows[LM_ISA_AVX512] >= 1 + f->avx512bf16,
+               "avx512: %d vec_dot, %d vec_dot_rows overrides", own[LM_ISA_AVX512], rows[LM_ISA_AVX512]);
     if (f->avx2 && f->fma && f->f16c) /* this machine: all 13 dot types have AVX2 kernels */
         CHECKF(tested >= 13, "only %d vec_dot overrides", tested);
-    printf("kernels_isa: %d vec_dot overrides tested on crafted inputs\n", tested);
+    printf("kernels_isa: %d vec_dot slots tested on crafted inputs (own kernels: avx2 %d, avx512 %d; "
+           "vec_dot_rows: avx2 %d, avx512 %d)\n",
+           tested, own[LM_ISA_AVX2], own[LM_ISA_AVX512], rows[LM_ISA_AVX2], rows[LM_ISA_AVX512]);
     return lm_test_summary();
 }

@@ -12,6 +12,7 @@
 
 #include "cpu/cpu.h"
 #include "cpu/cpu_internal.h"
+#include "cpu/kernels/kernels.h"
 #include "cpu/threadpool.h"
 #include "lm_test.h"
 #include "ref/ref.h"
@@ -171,7 +172,11 @@ static void test_identity(void)
     }
     CHECK(strcmp(lm_cpu_isa_name(LM_ISA_GENERIC), "generic") == 0 && strcmp(lm_cpu_isa_name(LM_ISA_AVX2), "avx2") == 0);
     CHECK(lm_cpu_isa_limit(LM_ISA_GENERIC) == LM_ISA_GENERIC);
-    CHECK(lm_cpu_isa_limit(LM_ISA_AVX512) == lm_cpu_isa_best());
+    CHECK(lm_cpu_isa_limit((enum lm_cpu_isa)(LM_ISA_COUNT - 1)) == lm_cpu_isa_best());
+    for (int isa = 0; isa <= (int)lm_cpu_isa_best(); isa++)
+        CHECK(lm_cpu_isa_limit((enum lm_cpu_isa)isa) == (enum lm_cpu_isa)isa && lm_cpu_kernels_for((enum lm_cpu_isa)isa));
+    CHECK(strcmp(lm_cpu_isa_name(LM_ISA_AMX), "amx") == 0 && strcmp(lm_cpu_isa_name(LM_ISA_COUNT), "?") == 0);
+    lm_cpu_isa_limit(lm_cpu_isa_best());
     lm_backend_free(be);
 }
 

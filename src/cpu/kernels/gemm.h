@@ -65,12 +65,51 @@ void lm_cpu_gemm_init_avx2(struct lm_cpu_kernels *k);
 /* ---- AVX-512 (kernels/x86-avx512/; call only when
  * lm_cpu_kernels_for(LM_ISA_AVX512) is non-NULL) ---- */
 
-/* Integer layouts, VNNI (gemm_avx512.c, gemm_kquant_avx512.c). */
+/* Integer layouts, VNNI (gemm_avx512.c, gemm_kquant_avx512.c): 512-bit
+ * vpdpbusd over two interleaved chunks per register, all columns of the call
+ * in pairs. Bit-identical to the AVX2 kernels (same integer sums, same float
+ * expression and order). Q4_0 and Q8_0 read ysum (the table sets gemm_sums
+ * for both); the K-quants ignore it. */
+void gemm_q4_0x8_q8_0_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                             const int16_t *ysum, int nc);
+void gemm_q8_0x8_q8_0_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                             const int16_t *ysum, int nc);
+void gemm_q2_Kx8_q8_K_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                             const int16_t *ysum, int nc);
+void gemm_q3_Kx8_q8_K_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                             const int16_t *ysum, int nc);
+void gemm_q4_Kx8_q8_K_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                             const int16_t *ysum, int nc);
+void gemm_q5_Kx8_q8_K_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                             const int16_t *ysum, int nc);
+void gemm_q6_Kx8_q8_K_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                             const int16_t *ysum, int nc);
 
 /* Fill the integer GEMM slots of an AVX-512-level table. */
 void lm_cpu_gemm_init_avx512_int8(struct lm_cpu_kernels *k);
 
-/* Float layouts (gemm_float_avx512.c). */
+/* Float layouts (gemm_float_avx512.c): tiles of 4 row pairs x 1..6 columns.
+ * All read F32 activation rows (gemm_vt F32): for F16 weights rounded
+ * through F16 by fp32_round_fp16_row_avx512 (the values of the F16 rows of
+ * the other levels), for BF16 weights rounded through BF16 (the AVX2
+ * encoder). The F16 and BF16 (shift/FMA) kernels give the generic kernels'
+ * bits; F32 differs by FMA only. The table gets gemm_bf16x8_f32_avx512;
+ * gemm_bf16x8_f32_avx512bf16 (vdpbf16ps: call only when
+ * lm_cpu_features()->avx512bf16; it rounds to nearest even and flushes
+ * denormal inputs and outputs whatever MXCSR says) measured slower on
+ * Sapphire Rapids and is not installed; it is tested by name. */
+void gemm_f16x8_f32_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                           const int16_t *ysum, int nc);
+void gemm_bf16x8_f32_avx512bf16(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                                const int16_t *ysum, int nc);
+void gemm_bf16x8_f32_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                            const int16_t *ysum, int nc);
+void gemm_f32x8_f32_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                           const int16_t *ysum, int nc);
+/* The F16 weights' activation encoder (gemm_from_float): n floats (any
+ * n >= 0) to n floats, each lm_fp16_to_fp32(lm_fp32_to_fp16(x)) (RNE, NaN
+ * made quiet): the same bits for every input. */
+void fp32_round_fp16_row_avx512(const float *x, void *y, int64_t n);
 
 /* Fill the float GEMM slots of an AVX-512-level table. */
 void lm_cpu_gemm_init_avx512_float(struct lm_cpu_kernels *k);

@@ -3,10 +3,13 @@
  * Level tables are built once (pthread_once) and never change afterwards, so
  * readers need no lock; the active level is an atomic index. A level is
  * available when this build contains its kernel folder (LM_HAVE_X86_*, set by
- * CMake) and cpuid reports its features.
+ * CMake) and cpuid reports its features. LAMINA_ISA=<name> (read once, here)
+ * starts the process at a lower level, e.g. to compare "avx512" with "amx" in
+ * whole-model runs.
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu/kernels/gemm.h"
@@ -17,7 +20,7 @@ static bool g_available[LM_ISA_COUNT];
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static atomic_int g_active = LM_ISA_GENERIC;
 
-static const char *const isa_names[LM_ISA_COUNT] = {"generic", "avx2", "avx512"};
+static const char *const isa_names[LM_ISA_COUNT] = {"generic", "avx2", "avx512", "amx"};
 
 /* Dot types and generic kernels of every type, with quant/'s reference
  * encoders and decoders. */
@@ -117,11 +120,25 @@ static void build_tables(void)
         best = LM_ISA_AVX512;
     }
 #endif
+#ifdef LM_HAVE_X86_AMX
+    if (best == LM_ISA_AVX512 && f->amx_tile && f->amx_bf16 && f->avx512bf16) {
+        g_tables[LM_ISA_AMX] = g_tables[LM_ISA_AVX512];
+        g_tables[LM_ISA_AMX].isa = LM_ISA_AMX;
+        lm_cpu_kernels_init_amx(&g_tables[LM_ISA_AMX]);
+        g_available[LM_ISA_AMX] = true;
+        best = LM_ISA_AMX;
+    }
+#endif
     (void)f;
-    atomic_store(&g_active, (int)best);
+    int start = (int)best; /* LAMINA_ISA may name a lower level to start at */
+    const char *env = getenv("LAMINA_ISA");
+    for (int i = 0; env && i < (int)best; i++)
+        if (strcmp(env, isa_names[i]) == 0)
+            start = i;
+    atomic_store(&g_active, start);
 }
 
-/* The name of a kernel set ("generic", "avx2", "avx512"; "?" if out of range). */
+/* The name of a kernel set ("generic", "avx2", "avx512", "amx"; "?" if out of range). */
 const char *lm_cpu_isa_name(enum lm_cpu_isa isa)
 {
     return (unsigned)isa < LM_ISA_COUNT ? isa_names[isa] : "?";

@@ -8,7 +8,10 @@
  * FMA, F16C and OS support for YMM state; kernels/x86-avx512/
  * (-mavx512f/bw/vl/dq/vnni/bf16/vbmi) overrides slots of the AVX2 table when
  * cpuid reports AVX-512 F/BW/VL/DQ + VNNI and OS support for ZMM state
- * (BF16 kernels only with AVX512_BF16).
+ * (BF16 kernels only with AVX512_BF16); kernels/x86-amx/ (AVX-512 flags plus
+ * -mamx-tile/-mamx-bf16/-mamx-int8) adds the panel GEMM slots on top of the
+ * AVX-512 table when cpuid reports AMX-TILE + AMX-BF16 and Linux grants the
+ * tile state.
  *
  * Tables are built once (thread-safe, on first use) per ISA level: level L is
  * the generic table with the overrides of every level <= L applied in order.
@@ -71,6 +74,23 @@ typedef void (*lm_gemm_fn)(int64_t k, float *s, size_t ldc, const void *x, const
                            const int16_t *ysum, int nc);
 #define LM_GEMM_MAX_NC 16
 
+/* Panel GEMM over a whole range of repacked groups (AMX level; optional slot):
+ * for the 8-row groups [0, n_groups) of a repacked matrix at x (group g at
+ * x + g * group_bytes, layouts of cpu/repack.h) and n activation rows (row c
+ * at y + c * by, written by the type's panel_from_float: panel_vt's row size
+ * for k elements), s[c * ldc + r] = dot(row r of the range, activation row c)
+ * for r < 8 n_groups, c < n (nothing else is written). k is a multiple of
+ * LM_GEMM_PANEL_K; n >= 1; n_groups >= 1; ldc >= 8 n_groups. scratch: this
+ * thread's panel_scratch(k) bytes, 64-byte aligned (contents not kept).
+ * Each output element gets the same operations whatever n_groups, n and the
+ * position of its row and column in the range, so a matmul's results do not
+ * depend on how rows are split over threads. Numerics: see the kernel. */
+typedef void (*lm_gemm_panel_fn)(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc,
+                                 const void *x, const void *y, size_t by, int64_t n, void *scratch);
+/* Scratch bytes per thread of a panel GEMM for rows of k elements. */
+typedef size_t (*lm_gemm_panel_scratch_fn)(int64_t k);
+#define LM_GEMM_PANEL_K 32
+
 /* The kernels of one tensor type. */
 struct lm_cpu_type_kernels {
     /* The type activations are converted into before vec_dot (F32 -> F32,
@@ -87,6 +107,16 @@ struct lm_cpu_type_kernels {
     enum lm_type gemm_vt;        /* the activation rows gemm_x8 reads */
     lm_from_float_fn gemm_from_float; /* their encoder; NULL: type[gemm_vt].from_float */
     bool gemm_sums;              /* gemm_x8 reads Q8_0 activation block sums */
+    /* Panel GEMM of repacked weights for many activation rows (prompt
+     * processing), or NULL. The matmul uses it instead of gemm_x8 when the
+     * activation count N >= panel_min_n and k % LM_GEMM_PANEL_K == 0; its
+     * activation rows are panel_vt-sized rows written by panel_from_float
+     * (a private layout: see the kernel). */
+    lm_gemm_panel_fn gemm_panel;
+    enum lm_type panel_vt;
+    lm_from_float_fn panel_from_float;
+    lm_gemm_panel_scratch_fn panel_scratch;
+    int64_t panel_min_n;
 };
 
 /* Softmax's exponentials: y[i] = exp(x[i] - max) for i < n (y may be x;
@@ -150,6 +180,27 @@ double exp_sum_generic(int64_t n, float *y, const float *x, float max);
 
 void lm_cpu_kernels_init_avx2(struct lm_cpu_kernels *k);   /* kernels/x86-avx2/ */
 void lm_cpu_kernels_init_avx512(struct lm_cpu_kernels *k); /* kernels/x86-avx512/ */
+void lm_cpu_kernels_init_amx(struct lm_cpu_kernels *k);    /* kernels/x86-amx/ */
+
+/* ---- AMX (kernels/x86-amx/, builds with LM_HAVE_X86_AMX; call only when
+ * lm_cpu_kernels_for(LM_ISA_AMX) is non-NULL) ---- */
+
+/* Panel GEMMs (lm_gemm_panel_fn) with TDPBF16PS, fp32 accumulation.
+ * BF16 weights (bf16x8): activation rows = BF16 rounded to nearest even (the
+ * values of lm_fp32_to_bf16), elements stored in bf16x8 row order (word t of
+ * each 16-element chunk = elements t, t + 8); panel_vt BF16.
+ * F16 weights (f16x8): activations rounded to F16 (as the F16 dot path), then
+ * split exactly into BF16 hi + lo; a row = k hi values then k lo values
+ * (4 bytes per element: panel_vt F32); weights split the same way at run time;
+ * w a = wh ah + wh al + wl ah, the dropped wl al is < 2^-16 |w a|. */
+void gemm_panel_bf16x8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc, const void *x,
+                           const void *y, size_t by, int64_t n, void *scratch);
+void gemm_panel_f16x8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc, const void *x,
+                          const void *y, size_t by, int64_t n, void *scratch);
+size_t gemm_panel_bf16x8_scratch_amx(int64_t k);
+size_t gemm_panel_f16x8_scratch_amx(int64_t k);
+void panel_from_float_bf16_amx(const float *x, void *y, int64_t n); /* n a multiple of 16 */
+void panel_from_float_f16_amx(const float *x, void *y, int64_t n);  /* any n */
 
 /* The AVX2 kernels, declared here so tests and benches can call them by name
  * (only present in builds with LM_HAVE_X86_AVX2; call only when
@@ -186,5 +237,36 @@ double exp_sum_avx2(int64_t n, float *y, const float *x, float max);
  * LM_HAVE_X86_AVX512; call only when lm_cpu_kernels_for(LM_ISA_AVX512) is
  * non-NULL, and the *_bf16 dot kernels only when lm_cpu_features()->avx512bf16). */
 double exp_sum_avx512(int64_t n, float *y, const float *x, float max);
+/* vec_dot of every weight type (x86-avx512/float_avx512.c, legacy_avx512.c,
+ * kquant_avx512.c; VNNI integer parts, exact) and vec_dot_rows of the float
+ * types (each row bit-identical to that type's AVX-512 vec_dot). */
+void vec_dot_f32_avx512(int64_t n, float *s, const void *x, const void *y);
+void vec_dot_rows_f32_avx512(int64_t n, int64_t nr, float *s, const void *x, size_t bx, const void *y);
+void vec_dot_f16_avx512(int64_t n, float *s, const void *x, const void *y);
+void vec_dot_rows_f16_avx512(int64_t n, int64_t nr, float *s, const void *x, size_t bx, const void *y);
+void vec_dot_bf16_avx512(int64_t n, float *s, const void *x, const void *y); /* needs avx512bf16 */
+void vec_dot_rows_bf16_avx512(int64_t n, int64_t nr, float *s, const void *x, size_t bx, const void *y); /* same */
+void vec_dot_q4_0_q8_0_avx512(int64_t n, float *s, const void *x, const void *y);
+void vec_dot_q4_1_q8_1_avx512(int64_t n, float *s, const void *x, const void *y);
+void vec_dot_q5_0_q8_0_avx512(int64_t n, float *s, const void *x, const void *y);
+void vec_dot_q5_1_q8_1_avx512(int64_t n, float *s, const void *x, const void *y);
+void vec_dot_q8_0_q8_0_avx512(int64_t n, float *s, const void *x, const void *y);
+void vec_dot_q2_K_q8_K_avx512(int64_t n, float *s, const void *x, const void *y);
+void vec_dot_q3_K_q8_K_avx512(int64_t n, float *s, const void *x, const void *y);
+void vec_dot_q4_K_q8_K_avx512(int64_t n, float *s, const void *x, const void *y);
+void vec_dot_q5_K_q8_K_avx512(int64_t n, float *s, const void *x, const void *y);
+void vec_dot_q6_K_q8_K_avx512(int64_t n, float *s, const void *x, const void *y);
+/* Row decoders of the quantized weight types (x86-avx512/dequant_avx512.c):
+ * the bits of quant/'s reference decoders for every input (NaN scales too). */
+void dequantize_row_q4_0_avx512(const void *x, float *y, int64_t n);
+void dequantize_row_q4_1_avx512(const void *x, float *y, int64_t n);
+void dequantize_row_q5_0_avx512(const void *x, float *y, int64_t n);
+void dequantize_row_q5_1_avx512(const void *x, float *y, int64_t n);
+void dequantize_row_q8_0_avx512(const void *x, float *y, int64_t n);
+void dequantize_row_q2_K_avx512(const void *x, float *y, int64_t n);
+void dequantize_row_q3_K_avx512(const void *x, float *y, int64_t n);
+void dequantize_row_q4_K_avx512(const void *x, float *y, int64_t n);
+void dequantize_row_q5_K_avx512(const void *x, float *y, int64_t n);
+void dequantize_row_q6_K_avx512(const void *x, float *y, int64_t n);
 
 #endif

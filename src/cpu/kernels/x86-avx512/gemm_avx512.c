@@ -1,6 +1,257 @@
-/* gemm_avx512.c - AVX-512 VNNI GEMM over the repacked integer layouts
- * (q4_0x8, q8_0x8, q2_Kx8..q6_Kx8; kernels.h lm_gemm_fn, cpu/repack.h). */
+/* gemm_avx512.c - AVX-512 VNNI GEMM over the repacked q4_0x8 and q8_0x8
+ * groups (kernels.h lm_gemm_fn, layouts in cpu/repack.h), and the
+ * registration of every integer GEMM kernel of this level (the K-quants are
+ * in gemm_kquant_avx512.c).
+ *
+ * Register layout (shared with gemm_kquant_avx512.c): one 64-byte load of
+ * the layout holds two consecutive 4-byte chunks of the 8 rows (chunk c in
+ * dwords 0..7, chunk c+1 in dwords 8..15). One vpermd per load (done once per
+ * group, for all columns) interleaves them, dword 2r + h = row r, chunk c + h,
+ * so the activation operand is a plain 8-byte broadcast (vpbroadcastq from
+ * memory: a load, no ALU uop) of the matching 8 activation bytes, and one
+ * vpdpbusd does 64 MACs (u8 weights x s8 activations, int32 lanes). On
+ * Sapphire Rapids vpdpbusd zmm issues 2 per cycle (ports 0 and 5; measured),
+ * twice the MACs of the 256-bit form, but every other 512-bit op shares those
+ * two ports, so the kernels keep the non-dpbusd work per column small.
+ *
+ * Q4_0: codes stay unsigned (0..15); Q8_0: codes biased to unsigned (w ^ 0x80
+ * = w + 128). The offsets (-8 sum(a), -128 sum(a)) go through the activation
+ * block sums (ysum; this level sets gemm_sums for Q8_0 too): each column's
+ * accumulator starts at -4 ysum (-64 ysum) in both dwords of a row, so the
+ * pair sum holds the exact block dot. Per block and pair of columns, two
+ * vpermt2d and an add fold the dword pairs into [8 rows of column c | 8 rows
+ * of column c + 1], which is converted and FMA'd with dw * da in 16 lanes.
+ * Bounds: per dword at most 16 products (|.| <= 255 * 128) plus the offset,
+ * the block dot < 2^24: every integer is exact and converts exactly.
+ *
+ * Numerics: the AVX2 kernels' exactly (per block acc = fma((float)isum,
+ * d_w * d_a, acc), blocks in order), so results are bit-identical to them
+ * (tested in tests/cpu/test_gemm.c).
+ *
+ * Per-call tables: the columns' fp16 d and offset terms of a slab of blocks
+ * are copied into small stack tables first (scalar, off the vector ports), so
+ * the block loop loads 16 columns' scales with one vector load.
+ *
+ * Measured (bench/bench_gemm, 1 thread, K=4096, 256 rows, 64 columns, same
+ * run, GMAC/s): see docs/kernels.md "AVX-512 integer GEMM".
+ */
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
 #include "cpu/kernels/gemm.h"
+#include "cpu/repack.h"
+#include "quant/blocks.h"
+
+#ifndef LM_GEMM_PREFETCH
+#define LM_GEMM_PREFETCH 1024
+#endif
+
+#define SLAB 32 /* blocks per pass over the per-call offset table */
+
+/* 8 activation bytes broadcast to every qword (a vpbroadcastq load). */
+static inline __m512i bq8(const void *p)
+{
+    long long v;
+    memcpy(&v, p, 8);
+    return _mm512_set1_epi64(v);
+}
+
+/* Interleave the two chunks of a 64-byte load: dword 2r + h = row r, chunk h. */
+static inline __m512i ileave(const void *p)
+{
+    const __m512i idx = _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+    return _mm512_permutexvar_epi32(idx, _mm512_loadu_si512(p));
+}
+
+/* [rows of a (dword pairs summed) | rows of b]: exact int32 sums. */
+static inline __m512i fold2(__m512i a, __m512i b)
+{
+    const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i od = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    return _mm512_add_epi32(_mm512_permutex2var_epi32(a, ev, b), _mm512_permutex2var_epi32(a, od, b));
+}
+
+/* Prefetch one group block `bytes` (a constant) ahead by LM_GEMM_PREFETCH. */
+static inline __attribute__((always_inline)) void prefetch_block(const void *p, int bytes)
+{
+    for (int o = 0; o < bytes; o += 64)
+        _mm_prefetch((const char *)p + LM_GEMM_PREFETCH + o, _MM_HINT_T0);
+}
+
+/* yt[c][i] = off * ys[c][b0 + i] for i < n (the start value of each dword
+ * of column c's accumulator: two dwords per row sum to the block's offset
+ * term). Column-major, vector loads of the contiguous ysum of a column. */
+static inline __attribute__((always_inline)) void offsets(const int16_t *const *ys, int ncp, int64_t b0, int n,
+                                                          int32_t off, int32_t yt[16][SLAB])
+{
+    const __m512i vo = _mm512_set1_epi32(off);
+    for (int c = 0; c < ncp; c++) {
+        for (int i = 0; i < n; i += 16) {
+            const __mmask16 m = (__mmask16)(n - i >= 16 ? 0xFFFF : (1u << (n - i)) - 1);
+            const __m512i v = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(m, ys[c] + b0 + i));
+            _mm512_storeu_si512(&yt[c][i], _mm512_mullo_epi32(v, vo));
+        }
+    }
+}
+
+/* The 4 weight registers of a block; register j pairs with activation bytes
+ * 8j..8j+7. Q4_0: low nibbles of chunks 0-1 and 2-3, then high nibbles. */
+static inline __attribute__((always_inline)) void unpack_q4_0(const struct lm_block_q4_0x8 *w, __m512i q[4])
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m512i r0 = ileave(w->qs), r1 = ileave(w->qs + 64);
+    q[0] = _mm512_and_si512(r0, m4);
+    q[1] = _mm512_and_si512(r1, m4);
+    q[2] = _mm512_and_si512(_mm512_srli_epi16(r0, 4), m4);
+    q[3] = _mm512_and_si512(_mm512_srli_epi16(r1, 4), m4);
+}
+
+/* Q8_0: chunks 2j, 2j+1, biased to unsigned (w ^ 0x80 = w + 128). */
+static inline __attribute__((always_inline)) void unpack_q8_0(const struct lm_block_q8_0x8 *w, __m512i q[4])
+{
+    const __m512i bias = _mm512_set1_epi8((char)0x80);
+    for (int j = 0; j < 4; j++)
+        q[j] = _mm512_xor_si512(ileave(w->qs + 64 * j), bias);
+}
+
+/* One block of one pair of columns: acc += (float)isum * (d_w * d_a).
+ * Q4_0: every dword of t0/t1 is within int16 (|sum (q - 4) a| over its 16
+ * elements <= 16 * 11 * 128, plus |4 sum a| over the other 16 <= 8192), so
+ * vpackssdw + vpmaddwd fold the pairs exactly into lanes [r, r+1 of column
+ * c, r, r+1 of column c+1] per 128 bits (dw4: the rows' d in that order).
+ * Q8_0 (dwords up to 2^19): two vpermt2d + add into [column c | c+1]. */
+static inline __attribute__((always_inline)) __m512 pair_update(bool q8, __m512i t0, __m512i t1, __m512 dw, __m512 da,
+                                                                int p, __m512 acc)
+{
+    if (q8) {
+        const __m512i pidx = _mm512_add_epi32(_mm512_set1_epi32(2 * p),
+                                              _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1));
+        const __m512 scale = _mm512_mul_ps(dw, _mm512_permutexvar_ps(pidx, da));
+        return _mm512_fmadd_ps(_mm512_cvtepi32_ps(fold2(t0, t1)), scale, acc);
+    }
+    const __m512i pidx = _mm512_add_epi32(_mm512_set1_epi32(2 * p),
+                                          _mm512_setr_epi32(0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1));
+    const __m512 scale = _mm512_mul_ps(dw, _mm512_permutexvar_ps(pidx, da));
+    const __m512i f = _mm512_madd_epi16(_mm512_packs_epi32(t0, t1), _mm512_set1_epi16(1));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(f), scale, acc);
+}
+
+/* The 8 rows' d_w of a block as floats in the lane order of pair_update. */
+static inline __m512 weight_d(bool q8, const lm_fp16 *d)
+{
+    const __m128i h = _mm_loadu_si128((const __m128i *)d);
+    if (q8)
+        return _mm512_cvtph_ps(_mm256_broadcastsi128_si256(h));
+    const __m512i idx = _mm512_setr_epi32(0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7);
+    return _mm512_permutexvar_ps(idx, _mm512_castps256_ps512(_mm256_cvtph_ps(h)));
+}
+
+/* Store the pairs' accumulators (Q4_0 lanes de-interleaved first). */
+static inline __attribute__((always_inline)) void store_pairs(bool q8, const __m512 *acc, int np, int nc, float *s,
+                                                              size_t ldc)
+{
+    const __m512i idx = _mm512_setr_epi32(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
+    for (int p = 0; p < np; p++) {
+        const __m512 v = q8 ? acc[p] : _mm512_permutexvar_ps(idx, acc[p]);
+        _mm256_storeu_ps(s + (size_t)(2 * p) * ldc, _mm512_castps512_ps256(v));
+        if (2 * p + 1 < nc)
+            _mm256_storeu_ps(s + (size_t)(2 * p + 1) * ldc, _mm512_extractf32x8_ps(v, 1));
+    }
+}
+
+/* All blocks of one group against NP pairs of columns (NP constant after
+ * inlining; columns >= nc repeat column nc - 1: an odd last pair computes it
+ * twice and stores it once). Q8 selects the q8_0x8 layout. The columns' d_a
+ * of a block come from one vpgatherdd (indices c * by: the caller checks
+ * that they fit int32). */
+static inline __attribute__((always_inline)) void legacy_pairs(bool q8, int64_t nb, const void *x, const char *y,
+                                                               size_t by, const int16_t *ysum, float *s, size_t ldc,
+                                                               int nc, const int np)
+{
+    const size_t bw = q8 ? sizeof(struct lm_block_q8_0x8) : sizeof(struct lm_block_q4_0x8);
+    const __mmask16 dmask = (__mmask16)((1u << (2 * np)) - 1);
+    const char *yc[16];
+    const int16_t *ys[16];
+    int32_t go[16] = {0}, yt[16][SLAB];
+    __m512 acc[8];
+    for (int c = 0; c < 2 * np; c++) {
+        const int cc = c < nc ? c : nc - 1;
+        yc[c] = y + (size_t)cc * by;
+        ys[c] = ysum + (size_t)cc * (size_t)nb;
+        go[c] = (int32_t)((size_t)cc * by);
+    }
+    const __m512i gidx = _mm512_loadu_si512(go);
+    for (int p = 0; p < np; p++)
+        acc[p] = _mm512_setzero_ps();
+    for (int64_t b0 = 0; b0 < nb; b0 += SLAB) {
+        const int n = nb - b0 < SLAB ? (int)(nb - b0) : SLAB;
+        offsets(ys, 2 * np, b0, n, q8 ? -64 : -4, yt);
+        for (int i = 0; i < n; i++) {
+            const int64_t b = b0 + i;
+            const char *wb = (const char *)x + (size_t)b * bw;
+            prefetch_block(wb, (int)bw);
+            __m512i q[4];
+            if (q8)
+                unpack_q8_0((const struct lm_block_q8_0x8 *)wb, q);
+            else
+                unpack_q4_0((const struct lm_block_q4_0x8 *)wb, q);
+            const __m512 dw = weight_d(q8, (const lm_fp16 *)wb);
+            const __m512i g = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), dmask, gidx,
+                                                          y + (size_t)b * sizeof(struct lm_block_q8_0), 1);
+            const __m512 da = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(g));
+            for (int p = 0; p < np; p++) {
+                __m512i t[2];
+                for (int h = 0; h < 2; h++) {
+                    const int8_t *aq = ((const struct lm_block_q8_0 *)yc[2 * p + h] + b)->qs;
+                    t[h] = _mm512_set1_epi32(yt[2 * p + h][i]);
+                    for (int j = 0; j < 4; j++)
+                        t[h] = _mm512_dpbusd_epi32(t[h], q[j], bq8(aq + 8 * j));
+                }
+                acc[p] = pair_update(q8, t[0], t[1], dw, da, p, acc[p]);
+            }
+        }
+    }
+    store_pairs(q8, acc, np, nc, s, ldc);
+}
+
+/* nc (1..16) columns as (nc + 1) / 2 pairs, one instance per pair count. */
+#define LEGACY_GEMM(NAME, Q8, FALLBACK)                                                                           \
+    void NAME(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by, const int16_t *ysum,    \
+              int nc)                                                                                             \
+    {                                                                                                             \
+        const int64_t nb = k / LM_QK;                                                                             \
+        const char *yy = y;                                                                                       \
+        if ((size_t)(nc - 1) * by > (size_t)INT32_MAX) { /* gather indices: never for real rows */              \
+            FALLBACK(k, s, ldc, x, y, by, ysum, nc);                                                              \
+            return;                                                                                               \
+        }                                                                                                         \
+        switch ((nc + 1) / 2) {                                                                                   \
+        case 8: legacy_pairs(Q8, nb, x, yy, by, ysum, s, ldc, nc, 8); break;                                      \
+        case 7: legacy_pairs(Q8, nb, x, yy, by, ysum, s, ldc, nc, 7); break;                                      \
+        case 6: legacy_pairs(Q8, nb, x, yy, by, ysum, s, ldc, nc, 6); break;                                      \
+        case 5: legacy_pairs(Q8, nb, x, yy, by, ysum, s, ldc, nc, 5); break;                                      \
+        case 4: legacy_pairs(Q8, nb, x, yy, by, ysum, s, ldc, nc, 4); break;                                      \
+        case 3: legacy_pairs(Q8, nb, x, yy, by, ysum, s, ldc, nc, 3); break;                                      \
+        case 2: legacy_pairs(Q8, nb, x, yy, by, ysum, s, ldc, nc, 2); break;                                      \
+        default: legacy_pairs(Q8, nb, x, yy, by, ysum, s, ldc, nc, 1); break;                                     \
+        }                                                                                                         \
+    }
+
+/* Contract: kernels.h (reads ysum). */
+LEGACY_GEMM(gemm_q4_0x8_q8_0_avx512, false, gemm_q4_0x8_q8_0_avx2)
+/* Contract: kernels.h (reads ysum: the table sets gemm_sums for Q8_0). */
+LEGACY_GEMM(gemm_q8_0x8_q8_0_avx512, true, gemm_q8_0x8_q8_0_avx2)
 
 /* Fill the integer GEMM slots of an AVX-512-level table. */
-void lm_cpu_gemm_init_avx512_int8(struct lm_cpu_kernels *k) { (void)k; }
+void lm_cpu_gemm_init_avx512_int8(struct lm_cpu_kernels *k)
+{
+    k->type[LM_TYPE_Q4_0].gemm_x8 = gemm_q4_0x8_q8_0_avx512;
+    k->type[LM_TYPE_Q8_0].gemm_x8 = gemm_q8_0x8_q8_0_avx512;
+    k->type[LM_TYPE_Q8_0].gemm_sums = true;
+    k->type[LM_TYPE_Q2_K].gemm_x8 = gemm_q2_Kx8_q8_K_avx512;
+    k->type[LM_TYPE_Q3_K].gemm_x8 = gemm_q3_Kx8_q8_K_avx512;
+    k->type[LM_TYPE_Q4_K].gemm_x8 = gemm_q4_Kx8_q8_K_avx512;
+    k->type[LM_TYPE_Q5_K].gemm_x8 = gemm_q5_Kx8_q8_K_avx512;
+    k->type[LM_TYPE_Q6_K].gemm_x8 = gemm_q6_Kx8_q8_K_avx512;
+}

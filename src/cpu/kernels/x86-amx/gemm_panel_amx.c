@@ -1,0 +1,407 @@
+/* gemm_panel_amx.c - AMX-BF16 panel GEMM over repacked BF16 (bf16x8) and F16
+ * (f16x8) weights, for prompt processing (kernels.h lm_gemm_panel_fn).
+ *
+ * TDPBF16PS: C[m][n] (fp32, up to 16 x 16) += sum over k-pairs p < 16 of
+ * A[m][2p] B[p][2n] + A[m][2p+1] B[p][2n+1], A = 16 rows x 32 bf16, B = 16
+ * pair-rows x 16 columns x 2 bf16. Here A = 16 activation rows (tokens), read
+ * in place from the activation rows (stride = row bytes), B = 16 weight rows
+ * (a "panel": two 8-row groups), C rows = tokens and columns = weight rows,
+ * which is the layout of the output (s[c * ldc + r]): C tiles are stored
+ * straight into s.
+ *
+ * Plan of one call: units of up to 4 groups (2 panels, 32 weight rows). Each
+ * unit is converted once into B-tile format in the scratch (1 KiB per panel
+ * and 32-element k-block: 8 x 8 word transposes of the repacked chunks), then
+ * every token is swept through it in blocks of 2 x 16 tokens with 4 C tiles
+ * (2 token blocks x 2 panels; tiles 0-3 C, 4-5 A, 6-7 B), so each loaded tile
+ * feeds 2 TDPs and the unit (<= 352 KiB for K = 5632, F16) stays in L2 while
+ * the activations stream. Tails: a last block of 16 tokens uses one A tile;
+ * fewer than 16 tokens reload the tile configuration with fewer rows (A and C),
+ * and a unit of 1 or 3 groups configures 8-column B and C tiles, so nothing
+ * is padded and nothing outside the output range is written.
+ *
+ * Numerics. BF16 weights: activations rounded to BF16 (RNE, the values of
+ * the gemm_x8 path), one TDP per k-block; the k pairing is the bf16x8 word
+ * (elements t and t + 8 of each 16-element chunk), so activation rows are
+ * stored in that order (panel_from_float_bf16_amx) and the weight conversion
+ * is a pure transpose. F16 weights: activations rounded to F16 (as every F16
+ * dot path), then a = ah + al exactly (ah = bf16(a) RNE, al = a - ah: F16 has
+ * 11 significant bits, so al fits in BF16), weights w = wh + wl alike when
+ * their unit is converted; w a ~ wh ah + wh al + wl ah, 3 TDPs per k-block in
+ * that order for every element; the dropped wl al is below 2^-18 |w a|.
+ * TMUL accumulates in fp32 with round to nearest even and flushes denormal
+ * inputs and outputs (BF16 values below 2^-126: never produced from F16
+ * values; for BF16 weights and activations an error below 2^-126 |w| per
+ * product). Every output element sees the same k-order of TDPs whatever its
+ * tile position, token block or tile shape, so results do not depend on the
+ * thread split. Bound tested (tests/cpu/test_gemm_panel.c): 4.8e-7 (K/8 + 8)
+ * sum|w a| against the double dot of the rounded values, plus 2^-15 sum|w a|
+ * for F16.
+ *
+ * Speed: see the AMX section of docs/kernels.md / bench/bench_gemm.c.
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "core/fp16.h"
+#include "cpu/kernels/kernels.h"
+#include "cpu/repack.h"
+
+#define TILE 1024 /* bytes of one A or B tile: 16 rows x 64 bytes */
+#define KB 32     /* k elements per tile */
+#define UNIT_GROUPS 4
+
+/* GCC's tile intrinsics are asm statements that do not declare the memory
+ * they read: order ordinary stores (scratch, tile config) around them. */
+#define MEM_BARRIER() __asm__ volatile("" ::: "memory")
+
+struct tile_cfg {
+    uint8_t palette, start_row;
+    uint8_t reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+};
+_Static_assert(sizeof(struct tile_cfg) == 64, "tile config is 64 bytes");
+
+/* Tiles 0-3: C (token block t, panel q) = 2t + q; 4-5: A; 6-7: B of panel 0, 1.
+ * rows: tokens per block (1..16); cols0/cols1: weight rows of panel 0/1 (8 or
+ * 16; cols1 0 when the unit has one panel). */
+static void load_cfg(int rows, int cols0, int cols1)
+{
+    struct tile_cfg c __attribute__((aligned(64)));
+    memset(&c, 0, sizeof c);
+    c.palette = 1;
+    const int cols[2] = {cols0, cols1};
+    for (int q = 0; q < 2; q++) {
+        if (!cols[q])
+            continue;
+        c.rows[q] = c.rows[2 + q] = (uint8_t)rows;
+        c.colsb[q] = c.colsb[2 + q] = (uint16_t)(cols[q] * 4);
+        c.rows[6 + q] = 16;
+        c.colsb[6 + q] = (uint16_t)(cols[q] * 4);
+    }
+    c.rows[4] = c.rows[5] = (uint8_t)rows;
+    c.colsb[4] = c.colsb[5] = 64;
+    __asm__ volatile("" : : "r"(&c) : "memory");
+    _tile_loadconfig(&c);
+}
+
+/* 8 x 8 transpose of 32-bit words: row t of dst (stride ds) = word t of the 8
+ * rows of src (stride ss). */
+static inline __attribute__((always_inline)) void transpose8(const char *src, size_t ss, char *dst, size_t ds)
+{
+    __m256i r[8], t[8], u[8];
+    for (int i = 0; i < 8; i++)
+        r[i] = _mm256_loadu_si256((const __m256i *)(src + (size_t)i * ss));
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+    }
+    for (int h = 0; h < 2; h++) { /* rows 0-3, 4-7 */
+        u[4 * h + 0] = _mm256_unpacklo_epi64(t[4 * h], t[4 * h + 2]);
+        u[4 * h + 1] = _mm256_unpackhi_epi64(t[4 * h], t[4 * h + 2]);
+        u[4 * h + 2] = _mm256_unpacklo_epi64(t[4 * h + 1], t[4 * h + 3]);
+        u[4 * h + 3] = _mm256_unpackhi_epi64(t[4 * h + 1], t[4 * h + 3]);
+    }
+    for (int i = 0; i < 4; i++) {
+        _mm256_storeu_si256((__m256i *)(dst + (size_t)i * ds), _mm256_permute2x128_si256(u[i], u[4 + i], 0x20));
+        _mm256_storeu_si256((__m256i *)(dst + (size_t)(4 + i) * ds), _mm256_permute2x128_si256(u[i], u[4 + i], 0x31));
+    }
+}
+
+/* ---- weight conversion into B tiles: tile (kb, q, h) at
+ * b + ((kb * 2 + q) * nh + h) * TILE, nh = 1 (BF16) or 2 (F16 hi, lo) ---- */
+
+/* BF16: chunk j of a group = 8 rows x 8 words (word t: elements t, t + 8):
+ * k-block kb = chunks 2kb, 2kb + 1 = pair-rows 0-7, 8-15 of the tile. */
+static void convert_bf16(const char *x, size_t group_bytes, int ng, int64_t nkb, char *b)
+{
+    for (int gi = 0; gi < ng; gi++) {
+        const char *xg = x + (size_t)gi * group_bytes;
+        for (int64_t kb = 0; kb < nkb; kb++) {
+            char *tile = b + (size_t)(kb * 2 + gi / 2) * TILE + (size_t)(gi % 2) * 32;
+            transpose8(xg + (size_t)(2 * kb) * 256, 32, tile, 64);
+            transpose8(xg + (size_t)(2 * kb + 1) * 256, 32, tile + 8 * 64, 64);
+        }
+    }
+}
+
+/* F16: chunk j = 8 rows x 8 fp16 (16 bytes a row); k-block kb = chunks
+ * 4kb..4kb+3. Each row's 32 values are split into hi/lo bf16 pairs (natural
+ * order: word p = elements 2p, 2p + 1) in an 8-row x 16-word buffer per half,
+ * then transposed into the tiles. */
+static void convert_f16(const char *x, size_t group_bytes, int ng, int64_t nkb, char *b)
+{
+    char tmp[2][8 * 64] __attribute__((aligned(64)));
+    for (int gi = 0; gi < ng; gi++) {
+        const char *xg = x + (size_t)gi * group_bytes;
+        for (int64_t kb = 0; kb < nkb; kb++) {
+            for (int c = 0; c < 4; c++) {
+                const char *chunk = xg + (size_t)(4 * kb + c) * 128;
+                for (int r = 0; r < 8; r += 2) {
+                    const __m512 f = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(chunk + 16 * r)));
+                    const __m256i hb = (__m256i)_mm512_cvtneps_pbh(f);
+                    const __m512 h = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(hb), 16));
+                    const __m256i lb = (__m256i)_mm512_cvtneps_pbh(_mm512_sub_ps(f, h)); /* exact */
+                    _mm_storeu_si128((__m128i *)(tmp[0] + r * 64 + c * 16), _mm256_castsi256_si128(hb));
+                    _mm_storeu_si128((__m128i *)(tmp[0] + (r + 1) * 64 + c * 16), _mm256_extracti128_si256(hb, 1));
+                    _mm_storeu_si128((__m128i *)(tmp[1] + r * 64 + c * 16), _mm256_castsi256_si128(lb));
+                    _mm_storeu_si128((__m128i *)(tmp[1] + (r + 1) * 64 + c * 16), _mm256_extracti128_si256(lb, 1));
+                }
+            }
+            for (int h = 0; h < 2; h++) {
+                char *tile = b + (size_t)((kb * 2 + gi / 2) * 2 + h) * TILE + (size_t)(gi % 2) * 32;
+                transpose8(tmp[h], 64, tile, 64);
+                transpose8(tmp[h] + 32, 64, tile + 8 * 64, 64);
+            }
+        }
+    }
+}
+
+/* ---- token blocks: nt (1, 2) blocks of the configured rows x np (1, 2)
+ * panels; a = the first token's activation row, s its output row ---- */
+
+static inline __attribute__((always_inline)) void zero_c(int nt, int np)
+{
+    _tile_zero(0);
+    if (np > 1)
+        _tile_zero(1);
+    if (nt > 1) {
+        _tile_zero(2);
+        if (np > 1)
+            _tile_zero(3);
+    }
+}
+
+static inline __attribute__((always_inline)) void store_c(int nt, int np, float *s, size_t ldc)
+{
+    const size_t st = ldc * sizeof(float);
+    _tile_stored(0, s, st);
+    if (np > 1)
+        _tile_stored(1, s + 16, st);
+    if (nt > 1) {
+        _tile_stored(2, s + 16 * ldc, st);
+        if (np > 1)
+            _tile_stored(3, s + 16 * ldc + 16, st);
+    }
+}
+
+static inline __attribute__((always_inline)) void block_bf16(int nt, int np, const char *a, size_t by, size_t lo,
+                                                             const char *b, int64_t nkb, float *s, size_t ldc)
+{
+    (void)lo; /* F16 only */
+    zero_c(nt, np);
+    const char *a1 = a + 16 * by;
+    for (int64_t kb = 0; kb < nkb; kb++) {
+        const char *bk = b + (size_t)kb * 2 * TILE;
+        _tile_loadd(6, bk, 64);
+        if (np > 1)
+            _tile_loadd(7, bk + TILE, 64);
+        _tile_loadd(4, a + kb * 64, by);
+        _tile_dpbf16ps(0, 4, 6);
+        if (np > 1)
+            _tile_dpbf16ps(1, 4, 7);
+        if (nt > 1) {
+            _tile_loadd(5, a1 + kb * 64, by);
+            _tile_dpbf16ps(2, 5, 6);
+            if (np > 1)
+                _tile_dpbf16ps(3, 5, 7);
+        }
+    }
+    store_c(nt, np, s, ldc);
+}
+
+/* Per k-block and C tile: hi x hi, lo(a) x hi(w), hi(a) x lo(w), in that
+ * order; tile 4 keeps ah of block 0, tile 5 cycles ah1 -> al0 -> al1 -> ah1
+ * (9 loads for 12 TDPs in the 2 x 2 case). */
+static inline __attribute__((always_inline)) void block_f16(int nt, int np, const char *a, size_t by, size_t lo,
+                                                            const char *b, int64_t nkb, float *s, size_t ldc)
+{
+    zero_c(nt, np);
+    const char *a1 = a + 16 * by;
+    for (int64_t kb = 0; kb < nkb; kb++) {
+        const char *bk = b + (size_t)kb * 4 * TILE; /* (q, h) = bk + (2q + h) TILE */
+        const size_t ak = (size_t)kb * 64;
+        _tile_loadd(6, bk, 64);
+        if (np > 1)
+            _tile_loadd(7, bk + 2 * TILE, 64);
+        _tile_loadd(4, a + ak, by);
+        _tile_dpbf16ps(0, 4, 6);
+        if (np > 1)
+            _tile_dpbf16ps(1, 4, 7);
+        if (nt > 1) {
+            _tile_loadd(5, a1 + ak, by);
+            _tile_dpbf16ps(2, 5, 6);
+            if (np > 1)
+                _tile_dpbf16ps(3, 5, 7);
+        }
+        _tile_loadd(5, a + lo + ak, by);
+        _tile_dpbf16ps(0, 5, 6);
+        if (np > 1)
+            _tile_dpbf16ps(1, 5, 7);
+        if (nt > 1) {
+            _tile_loadd(5, a1 + lo + ak, by);
+            _tile_dpbf16ps(2, 5, 6);
+            if (np > 1)
+                _tile_dpbf16ps(3, 5, 7);
+        }
+        _tile_loadd(6, bk + TILE, 64);
+        if (np > 1)
+            _tile_loadd(7, bk + 3 * TILE, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        if (np > 1)
+            _tile_dpbf16ps(1, 4, 7);
+        if (nt > 1) {
+            _tile_loadd(5, a1 + ak, by);
+            _tile_dpbf16ps(2, 5, 6);
+            if (np > 1)
+                _tile_dpbf16ps(3, 5, 7);
+        }
+    }
+    store_c(nt, np, s, ldc);
+}
+
+/* nu units of ng groups each (B tiles ub bytes apart, outputs 32 columns
+ * apart) against all n tokens: per block of 32 tokens (then 16, then the
+ * rest) every unit in turn, so the block's activations (<= 32 rows) stay in
+ * L2 while the units' B tiles (the scratch, sized to stay in L2) are swept. */
+#define SWEEP(BLOCK)                                                                                               \
+    do {                                                                                                           \
+        const int np = ng > 2 ? 2 : 1, cols0 = ng >= 2 ? 16 : 8, cols1 = ng == 4 ? 16 : ng == 3 ? 8 : 0;          \
+        int64_t t = 0;                                                                                             \
+        load_cfg(16, cols0, cols1);                                                                                \
+        for (; t + 32 <= n; t += 32)                                                                               \
+            for (int u = 0; u < nu; u++) {                                                                         \
+                const char *bu = b + (size_t)u * ub;                                                               \
+                float *su = s + (size_t)t * ldc + (size_t)u * 32;                                                  \
+                if (np > 1)                                                                                        \
+                    BLOCK(2, 2, y + (size_t)t * by, by, lo, bu, nkb, su, ldc);                            \
+                else                                                                                               \
+                    BLOCK(2, 1, y + (size_t)t * by, by, lo, bu, nkb, su, ldc);                            \
+            }                                                                                                      \
+        for (int64_t t1; t < n; t = t1) {                                                                          \
+            t1 = n - t >= 16 ? t + 16 : n;                                                                         \
+            if (t1 - t < 16)                                                                                       \
+                load_cfg((int)(t1 - t), cols0, cols1);                                                             \
+            for (int u = 0; u < nu; u++)                                                                           \
+                BLOCK(1, np, y + (size_t)t * by, by, lo, b + (size_t)u * ub, nkb,                         \
+                      s + (size_t)t * ldc + (size_t)u * 32, ldc);                                                  \
+        }                                                                                                          \
+    } while (0)
+
+static void sweep_bf16(int nu, int ng, const char *b, size_t ub, int64_t nkb, const char *y, size_t by, int64_t n,
+                       float *s, size_t ldc)
+{
+    const size_t lo = 0;
+    SWEEP(block_bf16);
+}
+
+static void sweep_f16(int nu, int ng, const char *b, size_t ub, int64_t nkb, const char *y, size_t by, int64_t n,
+                      float *s, size_t ldc)
+{
+    const size_t lo = (size_t)nkb * KB * sizeof(lm_bf16); /* the lo half of an activation row */
+    SWEEP(block_f16);
+}
+
+/* B bytes of one unit, and units converted at once: as many as fit in
+ * SCRATCH_BUDGET (with the activation block, in a 2 MiB L2), at most MAX_UNITS. */
+#define SCRATCH_BUDGET (1u << 20)
+#define MAX_UNITS 4
+static size_t unit_bytes(int64_t k, int nh) { return (size_t)(k / KB) * 2 * (size_t)nh * TILE; }
+static int units(int64_t k, int nh)
+{
+    const size_t u = SCRATCH_BUDGET / unit_bytes(k, nh);
+    return u < 1 ? 1 : u > MAX_UNITS ? MAX_UNITS : (int)u;
+}
+
+typedef void (*convert_fn)(const char *x, size_t group_bytes, int ng, int64_t nkb, char *b);
+typedef void (*sweep_fn)(int nu, int ng, const char *b, size_t ub, int64_t nkb, const char *y, size_t by, int64_t n,
+                         float *s, size_t ldc);
+
+/* Both kernels: blocks of up to units() x 4 groups: convert, then sweep the
+ * full units together and a partial last unit (1-3 groups) alone. */
+static void panel(int nh, convert_fn convert, sweep_fn sweep, int64_t k, int64_t n_groups, size_t group_bytes,
+                  float *s, size_t ldc, const char *x, const char *y, size_t by, int64_t n, char *scratch)
+{
+    const int64_t nkb = k / KB, step = (int64_t)units(k, nh) * UNIT_GROUPS;
+    const size_t ub = unit_bytes(k, nh);
+    for (int64_t g = 0; g < n_groups; g += step) {
+        const int64_t ng = n_groups - g < step ? n_groups - g : step;
+        const int full = (int)(ng / UNIT_GROUPS), rest = (int)(ng % UNIT_GROUPS);
+        for (int u = 0; u <= full; u++) {
+            const int ngu = u < full ? UNIT_GROUPS : rest;
+            if (ngu)
+                convert(x + (size_t)(g + u * UNIT_GROUPS) * group_bytes, group_bytes, ngu, nkb, scratch + u * ub);
+        }
+        MEM_BARRIER();
+        float *sg = s + (size_t)g * LM_REPACK_ROWS;
+        if (full)
+            sweep(full, UNIT_GROUPS, scratch, ub, nkb, y, by, n, sg, ldc);
+        if (rest)
+            sweep(1, rest, scratch + (size_t)full * ub, ub, nkb, y, by, n, sg + (size_t)full * 32, ldc);
+        MEM_BARRIER();
+    }
+    _tile_release();
+}
+
+/* Contract: kernels.h lm_gemm_panel_fn (y: panel_from_float_bf16_amx rows). */
+void gemm_panel_bf16x8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc, const void *x,
+                           const void *y, size_t by, int64_t n, void *scratch)
+{
+    panel(1, convert_bf16, sweep_bf16, k, n_groups, group_bytes, s, ldc, x, y, by, n, scratch);
+}
+
+/* Contract: kernels.h lm_gemm_panel_fn (y: panel_from_float_f16_amx rows). */
+void gemm_panel_f16x8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc, const void *x,
+                          const void *y, size_t by, int64_t n, void *scratch)
+{
+    panel(2, convert_f16, sweep_f16, k, n_groups, group_bytes, s, ldc, x, y, by, n, scratch);
+}
+
+/* The B tiles of units(k) units: per unit 2 panels x k/32 blocks x 1 KiB (x 2
+ * for F16's hi and lo). */
+size_t gemm_panel_bf16x8_scratch_amx(int64_t k) { return (size_t)units(k, 1) * unit_bytes(k, 1); }
+size_t gemm_panel_f16x8_scratch_amx(int64_t k) { return (size_t)units(k, 2) * unit_bytes(k, 2); }
+
+/* ---- activation encoders ---- */
+
+/* BF16 rows in bf16x8 order: word t of chunk j = bf16(x[16j + t]) |
+ * bf16(x[16j + 8 + t]) << 16, each rounded as lm_fp32_to_bf16 (RNE, NaN made
+ * quiet). n a multiple of 16. */
+void panel_from_float_bf16_amx(const float *x, void *y, int64_t n)
+{
+    const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
+    const __m512i one = _mm512_set1_epi32(1), half = _mm512_set1_epi32(0x7fff), quiet = _mm512_set1_epi32(64);
+    char *out = y;
+    for (int64_t j = 0; j + 16 <= n; j += 16) {
+        const __m512i u = _mm512_loadu_si512(x + j);
+        const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, abs_mask), inf);
+        const __m512i hi = _mm512_srli_epi32(u, 16);
+        __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(half, _mm512_and_si512(hi, one)));
+        r = _mm512_mask_blend_epi32(nan, _mm512_srli_epi32(r, 16), _mm512_or_si512(hi, quiet));
+        const __m256i w = _mm256_or_si256(_mm512_castsi512_si256(r),
+                                          _mm256_slli_epi32(_mm512_extracti64x4_epi64(r, 1), 16));
+        _mm256_storeu_si256((__m256i *)(out + j * 2), w);
+    }
+}
+
+/* F16-rounded activations split into bf16 hi (y[0..n)) and lo (y[n..2n)):
+ * hi = bf16(f) RNE, lo = f - hi (exact), f = fp16(x) RNE. Any n. */
+void panel_from_float_f16_amx(const float *x, void *y, int64_t n)
+{
+    lm_bf16 *hi = y, *lo = hi + n;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m256i h16 = _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        const __m512 f = _mm512_cvtph_ps(h16);
+        const __m256i hb = (__m256i)_mm512_cvtneps_pbh(f);
+        const __m512 h = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(hb), 16));
+        _mm256_storeu_si256((__m256i *)(hi + i), hb);
+        _mm256_storeu_si256((__m256i *)(lo + i), (__m256i)_mm512_cvtneps_pbh(_mm512_sub_ps(f, h)));
+    }
+    for (; i < n; i++) {
+        const float f = lm_fp16_to_fp32(lm_fp32_to_fp16(x[i]));
+        hi[i] = lm_fp32_to_bf16(f);
+        lo[i] = lm_fp32_to_bf16(f - lm_bf16_to_fp32(hi[i]));
+    }
+}

@@ -1,0 +1,253 @@
+/* float_avx512.c - AVX-512 dot products of F32, F16 and BF16 rows, single
+ * (vec_dot) and several rows against one y (vec_dot_rows).
+ *
+ * Each dot is one inline template over R rows (R = 1 for vec_dot, R = 4 in
+ * vec_dot_rows, then R = 1 for the last rows): every row runs exactly the
+ * instruction sequence of vec_dot, so vec_dot_rows gives vec_dot's bits for
+ * every row by construction, while the 4 rows share the y loads (and the
+ * y conversion) and give the core 4x as many independent FMA chains.
+ * Lanes: an element's accumulator lane depends only on its index i:
+ *   - F32: 4 accumulators of 16 lanes, lane i mod 64 (64 elements a step);
+ *   - F16: 2 accumulators of 16 lanes, lane i mod 32 (vcvtph2ps + FMA). Kept
+ *     at 32 on purpose: a P.V dot over a sub-range starting at a multiple of
+ *     32 then adds the products of the full-row dot in the same lanes (ops/
+ *     attention.c, ATTN_BLOCK), so fused attention over an F16 KV cache
+ *     stays bit-identical to the unfused graph;
+ *   - BF16: vdpbf16ps (AVX512_BF16), 4 accumulators of 16 lanes each taking
+ *     an element pair, 128 elements a step. Installed only when cpuid reports
+ *     AVX512_BF16 (else the AVX2 table keeps its shift/FMA kernel).
+ *     vdpbf16ps ignores MXCSR: it always rounds to nearest even, treats
+ *     denormal inputs as zero and flushes denormal results (each product is
+ *     exact in float otherwise, then added with rounding, lane by lane).
+ *     Against the generic kernel that changes a sum by at most the dropped
+ *     denormal products (< 2^-126 |y| each), far inside the ISA bound.
+ * Tails: whole 16 (32 for BF16) element steps into the lane's accumulator,
+ * then one masked load (never past the end); any n >= 0.
+ * Numerics vs generic: only the float summation order differs (FMA, other
+ * lanes, a fixed reduction tree), the tests' 4.8e-7 (n/8 + 8) sum|xy| bound.
+ * Speed (bench_kernels, one thread, K = 4096, same run, GFLOP/s in L1, AVX2 ->
+ * AVX-512): F32 52.7 -> 58.7 (stream 11.3 -> 12.9 GB/s); BF16 48.3 -> 92.9;
+ * F16 44.5 -> 44.7: a single F16 dot converts x and y, and vcvtph2ps is the
+ * limit at either width (zmm converts ~36 G elements/s here, ymm ~45; the
+ * zmm form is still the faster loop). vec_dot_rows over L2-resident rows,
+ * attention shapes: F16 K (n 128, 512 rows) 54.8 -> 60.7, V (n 1024, 128
+ * rows) 59.4 -> 71.4 (AVX2 rows vs these); BF16 V 49.7 (AVX2 vec_dot) -> 79.7.
+ * At n = 128 a single F16 / F32 dot is slower than AVX2's (36.5 vs 43.6,
+ * 30.2 vs 38.9: the 16-lane reduction and fixed costs dominate 4 steps);
+ * attention calls vec_dot_rows, which shares the reduction over 4 rows.
+ */
+#include "avx512_util.h"
+#include "cpu/kernels/kernels.h"
+
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#define ROWS_MAX 4 /* rows per group in vec_dot_rows */
+
+static ALWAYS_INLINE const void *row_at(const void *x, size_t bx, int r) { return (const char *)x + (size_t)r * bx; }
+
+/* s[r] = the lane sum of v[r] (avx512_hsum_ps's tree; 4 rows share shuffles). */
+static ALWAYS_INLINE void reduce_rows(const int R, const __m512 *v, float *s)
+{
+    if (R == 4)
+        avx512_hsum4_ps(v[0], v[1], v[2], v[3], s);
+    else
+        for (int r = 0; r < R; r++)
+            s[r] = avx512_hsum_ps(v[r]);
+}
+
+/* ---- F32 ---- */
+
+/* s[r] = dot(row r, y) for r < R; lane i mod 64. */
+static ALWAYS_INLINE void dot_f32(const int R, int64_t n, float *s, const void *vx, size_t bx, const float *y)
+{
+    __m512 a[ROWS_MAX][4];
+    const float *x[ROWS_MAX];
+    for (int r = 0; r < R; r++) {
+        x[r] = row_at(vx, bx, r);
+        a[r][0] = a[r][1] = a[r][2] = a[r][3] = _mm512_setzero_ps();
+    }
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        const __m512 y0 = _mm512_loadu_ps(y + i), y1 = _mm512_loadu_ps(y + i + 16);
+        const __m512 y2 = _mm512_loadu_ps(y + i + 32), y3 = _mm512_loadu_ps(y + i + 48);
+        for (int r = 0; r < R; r++) {
+            avx512_prefetch(x[r] + i, 256);
+            a[r][0] = _mm512_fmadd_ps(_mm512_loadu_ps(x[r] + i), y0, a[r][0]);
+            a[r][1] = _mm512_fmadd_ps(_mm512_loadu_ps(x[r] + i + 16), y1, a[r][1]);
+            a[r][2] = _mm512_fmadd_ps(_mm512_loadu_ps(x[r] + i + 32), y2, a[r][2]);
+            a[r][3] = _mm512_fmadd_ps(_mm512_loadu_ps(x[r] + i + 48), y3, a[r][3]);
+        }
+    }
+    for (; i + 16 <= n; i += 16) {
+        const int j = (int)(i % 64) / 16;
+        const __m512 yv = _mm512_loadu_ps(y + i);
+        for (int r = 0; r < R; r++)
+            a[r][j] = _mm512_fmadd_ps(_mm512_loadu_ps(x[r] + i), yv, a[r][j]);
+    }
+    if (i < n) {
+        const int j = (int)(i % 64) / 16;
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        const __m512 yv = _mm512_maskz_loadu_ps(m, y + i);
+        for (int r = 0; r < R; r++)
+            a[r][j] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x[r] + i), yv, a[r][j]);
+    }
+    __m512 v[ROWS_MAX];
+    for (int r = 0; r < R; r++)
+        v[r] = _mm512_add_ps(_mm512_add_ps(a[r][0], a[r][1]), _mm512_add_ps(a[r][2], a[r][3]));
+    reduce_rows(R, v, s);
+}
+
+/* Contract: kernels.h. */
+void vec_dot_f32_avx512(int64_t n, float *s, const void *x, const void *y) { dot_f32(1, n, s, x, 0, y); }
+
+/* Contract: kernels.h (lm_vec_dot_rows_fn); each s[r] has vec_dot_f32_avx512's bits. */
+void vec_dot_rows_f32_avx512(int64_t n, int64_t nr, float *s, const void *x, size_t bx, const void *y)
+{
+    int64_t r = 0;
+    for (; r + ROWS_MAX <= nr; r += ROWS_MAX)
+        dot_f32(ROWS_MAX, n, s + r, (const char *)x + (size_t)r * bx, bx, y);
+    for (; r < nr; r++)
+        dot_f32(1, n, s + r, (const char *)x + (size_t)r * bx, bx, y);
+}
+
+/* ---- F16 ---- */
+
+static ALWAYS_INLINE __m512 load_f16x16(const lm_fp16 *p)
+{
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+}
+
+static ALWAYS_INLINE __m512 load_f16x16_mask(__mmask16 m, const lm_fp16 *p)
+{
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+}
+
+/* 16 y values at i: from the widened copy yf when non-NULL, else converted
+ * from y (the same floats: vcvtph2ps is exact). */
+static ALWAYS_INLINE __m512 y_f16(const lm_fp16 *y, const float *yf, int64_t i)
+{
+    return yf ? _mm512_loadu_ps(yf + i) : load_f16x16(y + i);
+}
+
+/* s[r] = dot(row r, y) for r < R; lane i mod 32 (see the file comment). */
+static ALWAYS_INLINE void dot_f16(const int R, int64_t n, float *s, const void *vx, size_t bx, const lm_fp16 *y,
+                                  const float *yf)
+{
+    __m512 a[ROWS_MAX][2];
+    const lm_fp16 *x[ROWS_MAX];
+    for (int r = 0; r < R; r++) {
+        x[r] = row_at(vx, bx, r);
+        a[r][0] = a[r][1] = _mm512_setzero_ps();
+    }
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        const __m512 y0 = y_f16(y, yf, i), y1 = y_f16(y, yf, i + 16);
+        for (int r = 0; r < R; r++) {
+            avx512_prefetch(x[r] + i, 64);
+            a[r][0] = _mm512_fmadd_ps(load_f16x16(x[r] + i), y0, a[r][0]);
+            a[r][1] = _mm512_fmadd_ps(load_f16x16(x[r] + i + 16), y1, a[r][1]);
+        }
+    }
+    if (i + 16 <= n) { /* i % 32 == 0 here */
+        const __m512 yv = y_f16(y, yf, i);
+        for (int r = 0; r < R; r++)
+            a[r][0] = _mm512_fmadd_ps(load_f16x16(x[r] + i), yv, a[r][0]);
+        i += 16;
+    }
+    if (i < n) {
+        const int j = (int)(i % 32) / 16;
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        const __m512 yv = yf ? _mm512_maskz_loadu_ps(m, yf + i) : load_f16x16_mask(m, y + i);
+        for (int r = 0; r < R; r++)
+            a[r][j] = _mm512_fmadd_ps(load_f16x16_mask(m, x[r] + i), yv, a[r][j]);
+    }
+    __m512 v[ROWS_MAX];
+    for (int r = 0; r < R; r++)
+        v[r] = _mm512_add_ps(a[r][0], a[r][1]);
+    reduce_rows(R, v, s);
+}
+
+/* Contract: kernels.h. */
+void vec_dot_f16_avx512(int64_t n, float *s, const void *x, const void *y) { dot_f16(1, n, s, x, 0, y, NULL); }
+
+/* Contract: kernels.h (lm_vec_dot_rows_fn). y widened once into a stack
+ * buffer (n <= 4096; longer rows convert y per group of rows), then groups of
+ * 4 rows: every result has vec_dot_f16_avx512's bits. */
+void vec_dot_rows_f16_avx512(int64_t n, int64_t nr, float *s, const void *x, size_t bx, const void *vy)
+{
+    enum { MAX_N = 4096 }; /* 16 KiB of widened y on the stack */
+    const lm_fp16 *y = vy;
+    float yf[MAX_N];
+    const bool widen = n <= MAX_N;
+    if (widen) {
+        int64_t i = 0;
+        for (; i + 16 <= n; i += 16)
+            _mm512_storeu_ps(yf + i, load_f16x16(y + i));
+        if (i < n) {
+            const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+            _mm512_mask_storeu_ps(yf + i, m, load_f16x16_mask(m, y + i));
+        }
+    }
+    int64_t r = 0;
+    for (; r + ROWS_MAX <= nr; r += ROWS_MAX)
+        dot_f16(ROWS_MAX, n, s + r, (const char *)x + (size_t)r * bx, bx, y, widen ? yf : NULL);
+    for (; r < nr; r++)
+        dot_f16(1, n, s + r, (const char *)x + (size_t)r * bx, bx, y, widen ? yf : NULL);
+}
+
+/* ---- BF16 (vdpbf16ps) ---- */
+
+static ALWAYS_INLINE __m512bh load_bf16x32(const lm_bf16 *p) { return (__m512bh)_mm512_loadu_si512(p); }
+
+/* s[r] = dot(row r, y) for r < R; element pairs in lane (i mod 128) / 2. */
+static ALWAYS_INLINE void dot_bf16(const int R, int64_t n, float *s, const void *vx, size_t bx, const lm_bf16 *y)
+{
+    __m512 a[ROWS_MAX][4];
+    const lm_bf16 *x[ROWS_MAX];
+    for (int r = 0; r < R; r++) {
+        x[r] = row_at(vx, bx, r);
+        a[r][0] = a[r][1] = a[r][2] = a[r][3] = _mm512_setzero_ps();
+    }
+    int64_t i = 0;
+    for (; i + 128 <= n; i += 128) {
+        const __m512bh y0 = load_bf16x32(y + i), y1 = load_bf16x32(y + i + 32);
+        const __m512bh y2 = load_bf16x32(y + i + 64), y3 = load_bf16x32(y + i + 96);
+        for (int r = 0; r < R; r++) {
+            avx512_prefetch(x[r] + i, 256);
+            a[r][0] = _mm512_dpbf16_ps(a[r][0], load_bf16x32(x[r] + i), y0);
+            a[r][1] = _mm512_dpbf16_ps(a[r][1], load_bf16x32(x[r] + i + 32), y1);
+            a[r][2] = _mm512_dpbf16_ps(a[r][2], load_bf16x32(x[r] + i + 64), y2);
+            a[r][3] = _mm512_dpbf16_ps(a[r][3], load_bf16x32(x[r] + i + 96), y3);
+        }
+    }
+    for (; i + 32 <= n; i += 32) {
+        const int j = (int)(i % 128) / 32;
+        const __m512bh yv = load_bf16x32(y + i);
+        for (int r = 0; r < R; r++)
+            a[r][j] = _mm512_dpbf16_ps(a[r][j], load_bf16x32(x[r] + i), yv);
+    }
+    if (i < n) { /* masked-off elements load as +0: their products add nothing */
+        const int j = (int)(i % 128) / 32;
+        const __mmask32 m = (__mmask32)((1ull << (n - i)) - 1);
+        const __m512bh yv = (__m512bh)_mm512_maskz_loadu_epi16(m, y + i);
+        for (int r = 0; r < R; r++)
+            a[r][j] = _mm512_dpbf16_ps(a[r][j], (__m512bh)_mm512_maskz_loadu_epi16(m, x[r] + i), yv);
+    }
+    __m512 v[ROWS_MAX];
+    for (int r = 0; r < R; r++)
+        v[r] = _mm512_add_ps(_mm512_add_ps(a[r][0], a[r][1]), _mm512_add_ps(a[r][2], a[r][3]));
+    reduce_rows(R, v, s);
+}
+
+/* Contract: kernels.h; needs AVX512_BF16. */
+void vec_dot_bf16_avx512(int64_t n, float *s, const void *x, const void *y) { dot_bf16(1, n, s, x, 0, y); }
+
+/* Contract: kernels.h (lm_vec_dot_rows_fn); needs AVX512_BF16. Each s[r]
+ * has vec_dot_bf16_avx512's bits. */
+void vec_dot_rows_bf16_avx512(int64_t n, int64_t nr, float *s, const void *x, size_t bx, const void *y)
+{
+    int64_t r = 0;
+    for (; r + ROWS_MAX <= nr; r += ROWS_MAX)
+        dot_bf16(ROWS_MAX, n, s + r, (const char *)x + (size_t)r * bx, bx, y);
+    for (; r < nr; r++)
+        dot_bf16(1, n, s + r, (const char *)x + (size_t)r * bx, bx, y);
+}

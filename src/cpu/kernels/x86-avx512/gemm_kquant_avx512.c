@@ -1,0 +1,350 @@
+/* gemm_kquant_avx512.c - AVX-512 VNNI GEMM over repacked K-quant groups
+ * (kernels.h lm_gemm_fn; layouts q2_Kx8 .. q6_Kx8 in cpu/repack.h;
+ * activations Q8_K). Registered by gemm_avx512.c.
+ *
+ * Registers as in gemm_avx512.c: 16 dwords, dword 2r + h = row r, and h
+ * selects the first or second group of 4 consecutive elements of an 8-element
+ * run, so the activation operand of vpdpbusd (64 u8 x s8 MACs) is an 8-byte
+ * broadcast load. Q4_K/Q5_K: one vpermd interleaves two code chunks of a
+ * 64-byte load; Q2_K/Q3_K/Q6_K (whose chunks hold 4-element runs in different
+ * bit fields of the same bytes) duplicate each dword of a 32-byte chunk
+ * (vpermd) and shift the two copies by different counts (vpsrlvd/vprolvd).
+ *
+ * Per super-block the sub-block scales are decoded once into vectors of int16
+ * pairs (s, 0) per dword (16 of them; 8 for Q4_K/Q5_K) and the bsums terms
+ * into 4 vectors of pairs (v_j, v_j+1), kept on the stack; then the columns
+ * are done in groups of up to 8, reusing each unpacked code register for the
+ * whole group. Per sub-block and column: vpdpbusd from zero over as many
+ * registers as keep every dword within int16, then one vpdpwssd by the scale
+ * vector (the dword's high half is its sign, multiplied by 0) into the int32
+ * sum. Dword bounds (activations in [-128, 127]): Q4_K 16 products of codes
+ * <= 15 (30720), Q5_K 8 of <= 31 (31744), Q6_K 4 of <= 63 (32256), Q2_K/Q3_K
+ * 8 of <= 3 / 7 (3072 / 7168). The mins (Q2_K, Q4_K, Q5_K) and the code
+ * offsets (Q3_K -4, Q6_K -32, folded into the pair vectors) go through the
+ * Q8_K bsums: 4 vpdpwssd per column against 8-byte broadcasts of the bsums.
+ * The two dwords of a row are folded (vpermt2d) per pair of columns into
+ * [column c | column c+1] lanes, then, per super-block, in float:
+ *     acc += (d_r d_a) isum [- (dmin_r d_a) msum]
+ * exactly as the AVX2 kernels (same integers, same float operations in the
+ * same order): results are bit-identical to them (tests/cpu/test_gemm.c).
+ *
+ * Measured: see docs/kernels.md "AVX-512 integer GEMM".
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "cpu/kernels/gemm.h"
+#include "cpu/repack.h"
+#include "quant/blocks.h"
+
+#ifndef LM_GEMM_PREFETCH
+#define LM_GEMM_PREFETCH 1024
+#endif
+
+enum kt { KT_Q2, KT_Q3, KT_Q4, KT_Q5, KT_Q6 };
+
+/* Decoded scales of one super-block: sc[j] = (s_rj, 0) in dwords 2r, 2r+1;
+ * bs[q] = the bsums multipliers (v_r,j, v_r,j+1), j = 4q + 2h, in dword 2r+h
+ * (Q4_K/Q5_K: (m_r,2q+h, m_r,2q+h)). */
+struct kdec {
+    __m512i sc[16];
+    __m512i bs[4];
+};
+
+/* 8 activation bytes broadcast to every qword (a vpbroadcastq load). */
+static inline __m512i bq8(const void *p)
+{
+    long long v;
+    memcpy(&v, p, 8);
+    return _mm512_set1_epi64(v);
+}
+
+/* Interleave the two 32-byte chunks at p: dword 2r + h = dword r of chunk h. */
+static inline __m512i ileave(const void *p)
+{
+    const __m512i idx = _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+    return _mm512_permutexvar_epi32(idx, _mm512_loadu_si512(p));
+}
+
+/* Dwords 2r and 2r + 1 = dword r of the 32 bytes (or 8 dwords) v. */
+static inline __m512i dup8(__m256i v)
+{
+    const __m512i idx = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+    return _mm512_permutexvar_epi32(idx, _mm512_castsi256_si512(v));
+}
+
+static inline __m512i dup8m(const void *p) { return dup8(_mm256_loadu_si256((const __m256i *)p)); }
+
+/* Per-half shift counts: dwords 2r get a, dwords 2r + 1 get b. */
+static inline __m512i counts(int a, int b) { return _mm512_set_epi32(b, a, b, a, b, a, b, a, b, a, b, a, b, a, b, a); }
+
+/* [rows of a (dword pairs summed) | rows of b]: exact int32 sums. */
+static inline __m512i fold2(__m512i a, __m512i b)
+{
+    const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i od = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    return _mm512_add_epi32(_mm512_permutex2var_epi32(a, ev, b), _mm512_permutex2var_epi32(a, od, b));
+}
+
+static inline __attribute__((always_inline)) void prefetch_group(const void *p, int bytes)
+{
+    for (int o = 0; o < bytes; o += 64)
+        _mm_prefetch((const char *)p + LM_GEMM_PREFETCH + o, _MM_HINT_T0);
+}
+
+/* ---- scale decoding ---- */
+
+/* Q4_K/Q5_K: entry 16p + 2r + e of sc[64] is row r, sub-block 2p + e (low 6
+ * bits; top 2 bits: the min's bits 4-5), the min's low nibble in mn[]. */
+static void k4_decode(const uint8_t *tsc, const uint8_t *tmn, struct kdec *d)
+{
+    const __m512i m3f = _mm512_set1_epi32(0x3F), m0f = _mm512_set1_epi32(0x0F), m30 = _mm512_set1_epi32(0x30);
+    for (int p = 0; p < 4; p++) {
+        const __m512i x = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(tsc + 16 * p)));
+        d->sc[2 * p] = _mm512_and_si512(_mm512_shuffle_epi32(x, _MM_PERM_CCAA), m3f);
+        d->sc[2 * p + 1] = _mm512_and_si512(_mm512_shuffle_epi32(x, _MM_PERM_DDBB), m3f);
+        __m512i lo = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(tmn + 16 * (p & 1))));
+        lo = _mm512_and_si512(p >= 2 ? _mm512_srli_epi32(lo, 4) : lo, m0f);
+        const __m512i m = _mm512_or_si512(lo, _mm512_and_si512(_mm512_srli_epi32(x, 2), m30));
+        d->bs[p] = _mm512_or_si512(m, _mm512_slli_epi32(m, 16));
+    }
+}
+
+/* From 8 words-per-pair vectors w[jp] (dword r = (v_r,2jp, v_r,2jp+1), int16)
+ * of the 16 sub-blocks: the scale vectors when `scales` (low or high word of
+ * dword r, duplicated into dwords 2r, 2r+1) and the pair vectors (off * w,
+ * interleaving jp = 2q, 2q + 1). */
+static void k16_finish(const __m256i w[8], bool scales, int off, struct kdec *d)
+{
+    const __m512i il = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    for (int jp = 0; scales && jp < 8; jp++) {
+        const __m512i v = dup8(w[jp]);
+        d->sc[2 * jp] = _mm512_and_si512(v, _mm512_set1_epi32(0xFFFF));
+        d->sc[2 * jp + 1] = _mm512_srli_epi32(v, 16);
+    }
+    for (int q = 0; q < 4; q++) {
+        const __m512i a = _mm512_castsi256_si512(w[2 * q]), b = _mm512_castsi256_si512(w[2 * q + 1]);
+        const __m512i v = _mm512_permutex2var_epi32(a, il, b);
+        d->bs[q] = off == 1 ? v : _mm512_mullo_epi16(v, _mm512_set1_epi16((short)off));
+    }
+}
+
+/* Q2_K: scale byte (scale | min << 4); the pair vectors are the mins. */
+static void q2k_decode(const struct lm_block_q2_Kx8 *x, struct kdec *d)
+{
+    __m256i w[8];
+    for (int jp = 0; jp < 8; jp++)
+        w[jp] = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(x->scales + 16 * jp)));
+    for (int jp = 0; jp < 8; jp++)
+        w[jp] = _mm256_srli_epi16(w[jp], 4);
+    k16_finish(w, false, 1, d); /* mins */
+    for (int jp = 0; jp < 8; jp++) {                 /* scales: the low nibbles */
+        const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(x->scales + 16 * jp)));
+        d->sc[2 * jp] = _mm512_and_si512(_mm512_shuffle_epi32(v, _MM_PERM_CCAA), _mm512_set1_epi32(0x0F));
+        d->sc[2 * jp + 1] = _mm512_and_si512(_mm512_shuffle_epi32(v, _MM_PERM_DDBB), _mm512_set1_epi32(0x0F));
+    }
+}
+
+/* Q3_K: 6-bit scales stored + 32 (low nibbles in s4, high 2 bits in s2);
+ * pair vectors -4 * scale (the code offset). */
+static void q3k_decode(const struct lm_block_q3_Kx8 *x, struct kdec *d)
+{
+    const __m256i m0f = _mm256_set1_epi16(0x0F), m3 = _mm256_set1_epi16(3), o = _mm256_set1_epi16(32);
+    __m256i w[8];
+    for (int jp = 0; jp < 8; jp++) {
+        __m256i lo = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(x->s4 + 16 * (jp % 4))));
+        __m256i hi = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(x->s2 + 16 * (jp % 2))));
+        lo = _mm256_and_si256(jp >= 4 ? _mm256_srli_epi16(lo, 4) : lo, m0f);
+        hi = _mm256_and_si256(_mm256_srli_epi16(hi, 2 * (jp / 2)), m3);
+        w[jp] = _mm256_sub_epi16(_mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)), o);
+    }
+    k16_finish(w, true, -4, d);
+}
+
+/* Q6_K: int8 scales; pair vectors -32 * scale. */
+static void q6k_decode(const struct lm_block_q6_Kx8 *x, struct kdec *d)
+{
+    __m256i w[8];
+    for (int jp = 0; jp < 8; jp++)
+        w[jp] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(x->scales + 16 * jp)));
+    k16_finish(w, true, -32, d);
+}
+
+/* ---- code registers ---- */
+
+/* Sub-block unit u of a super-block: its code registers q[] (nq of them) and,
+ * for each, the activation byte offset ao[] and which scale sc[] it takes.
+ * Q4_K/Q5_K: unit = sub-block j (4 registers over 32 elements); Q2_K, Q3_K,
+ * Q6_K: unit = sub-block j (2 registers over 16). Constants after inlining. */
+static inline __attribute__((always_inline)) void k4_unpack(enum kt t, const void *wv, int j, __m512i q[4])
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const int p = j / 2, e = j % 2;
+    const uint8_t *qs = t == KT_Q4 ? ((const struct lm_block_q4_Kx8 *)wv)->qs : ((const struct lm_block_q5_Kx8 *)wv)->qs;
+    for (int m = 0; m < 4; m++) {
+        const __m512i r = ileave(qs + 32 * (8 * p + 2 * m));
+        q[m] = _mm512_and_si512(e ? _mm512_srli_epi16(r, 4) : r, m4);
+        if (t == KT_Q5) { /* bit j of the qh chunks 2m, 2m+1 -> bit 4 */
+            const __m512i h = ileave(((const struct lm_block_q5_Kx8 *)wv)->qh + 64 * m);
+            const __m512i hb = j < 4 ? _mm512_slli_epi16(h, 4 - j) : j == 4 ? h : _mm512_srli_epi16(h, j - 4);
+            q[m] = _mm512_ternarylogic_epi32(q[m], hb, _mm512_set1_epi8(0x10), 0xF8); /* a | (b & c) */
+        }
+    }
+}
+
+static inline __attribute__((always_inline)) void k16_unpack(enum kt t, const void *wv, int j, __m512i q[2])
+{
+    if (t == KT_Q6) {
+        const struct lm_block_q6_Kx8 *w = wv;
+        const __m512i h = dup8m(w->qh + 32 * j), m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+        for (int v = 0; v < 2; v++) { /* codes u = 2v + h: nibble h of ql chunk 2j + v, bits 2u of qh chunk j */
+            const __m512i l = _mm512_and_si512(_mm512_srlv_epi32(dup8m(w->ql + 32 * (2 * j + v)), counts(0, 4)), m4);
+            const __m512i hb = _mm512_rolv_epi32(h, v ? counts(0, 30) : counts(4, 2));
+            q[v] = _mm512_ternarylogic_epi32(l, hb, m30, 0xF8);
+        }
+        return;
+    }
+    const uint8_t *qs = t == KT_Q2 ? ((const struct lm_block_q2_Kx8 *)wv)->qs : ((const struct lm_block_q3_Kx8 *)wv)->qs;
+    const __m512i l = dup8m(qs + 32 * j), m3 = _mm512_set1_epi8(3);
+    for (int v = 0; v < 2; v++) /* codes u = 2v + h: bits 2u */
+        q[v] = _mm512_and_si512(_mm512_srlv_epi32(l, counts(4 * v, 4 * v + 2)), m3);
+    if (t == KT_Q3) { /* high bit of register 4j + u: bit 4 (j%2) + u of hm chunk j/2 -> bit 2 */
+        const __m512i h = dup8m(((const struct lm_block_q3_Kx8 *)wv)->hm + 32 * (j / 2));
+        const int b0 = 4 * (j % 2);
+        for (int v = 0; v < 2; v++) {
+            const __m512i hb = _mm512_rolv_epi32(h, counts((34 - b0 - 2 * v) % 32, (33 - b0 - 2 * v) % 32));
+            q[v] = _mm512_ternarylogic_epi32(q[v], hb, _mm512_set1_epi8(4), 0xF8);
+        }
+    }
+}
+
+/* ---- the columns of one super-block ---- */
+
+static inline const struct lm_block_q8_K *act(const char *y, size_t by, int c, int64_t b)
+{
+    return (const struct lm_block_q8_K *)(y + (size_t)c * by) + b;
+}
+
+/* isum[c] += sum over the sub-blocks of scale_j * (codes . activations). */
+static inline __attribute__((always_inline)) void kq_isums(enum kt t, const void *w, const struct kdec *d,
+                                                           const struct lm_block_q8_K *const *a, int nc,
+                                                           __m512i *isum)
+{
+    const bool k4 = t == KT_Q4 || t == KT_Q5;
+    for (int j = 0; j < (k4 ? 8 : 16); j++) {
+        __m512i q[4];
+        if (k4)
+            k4_unpack(t, w, j, q);
+        else
+            k16_unpack(t, w, j, q);
+        for (int c = 0; c < nc; c++) {
+            const int8_t *aq = a[c]->qs + (k4 ? 32 : 16) * j;
+            if (t == KT_Q4) {
+                __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[0], bq8(aq));
+                for (int m = 1; m < 4; m++)
+                    s = _mm512_dpbusd_epi32(s, q[m], bq8(aq + 8 * m));
+                isum[c] = _mm512_dpwssd_epi32(isum[c], s, d->sc[j]);
+            } else if (t == KT_Q5) {
+                for (int hf = 0; hf < 2; hf++) {
+                    __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[2 * hf], bq8(aq + 16 * hf));
+                    s = _mm512_dpbusd_epi32(s, q[2 * hf + 1], bq8(aq + 16 * hf + 8));
+                    isum[c] = _mm512_dpwssd_epi32(isum[c], s, d->sc[j]);
+                }
+            } else if (t == KT_Q6) {
+                for (int v = 0; v < 2; v++)
+                    isum[c] = _mm512_dpwssd_epi32(
+                        isum[c], _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[v], bq8(aq + 8 * v)), d->sc[j]);
+            } else {
+                __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[0], bq8(aq));
+                s = _mm512_dpbusd_epi32(s, q[1], bq8(aq + 8));
+                isum[c] = _mm512_dpwssd_epi32(isum[c], s, d->sc[j]);
+            }
+        }
+    }
+}
+
+/* sum over the 16 bsums of pair vector * bsum (int32, dwords as isum). */
+static inline __m512i kq_bsums(const struct kdec *d, const struct lm_block_q8_K *a)
+{
+    __m512i o = _mm512_dpwssd_epi32(_mm512_setzero_si512(), d->bs[0], bq8(a->bsums));
+    for (int q = 1; q < 4; q++)
+        o = _mm512_dpwssd_epi32(o, d->bs[q], bq8(a->bsums + 4 * q));
+    return o;
+}
+
+/* NC (1..8, constant) columns of one super-block: acc[c/2] (lanes [column
+ * 2i | column 2i + 1]) += the super-block's update. */
+static inline __attribute__((always_inline)) void kq_cols(enum kt t, const void *w, const lm_fp16 *dw16,
+                                                          const lm_fp16 *dmin16, const struct kdec *d, const char *y,
+                                                          size_t by, int64_t b, __m512 *acc, const int nc)
+{
+    const bool mins = t == KT_Q2 || t == KT_Q4 || t == KT_Q5;
+    const struct lm_block_q8_K *a[8];
+    __m512i isum[8];
+    for (int c = 0; c < nc; c++) {
+        a[c] = act(y, by, c, b);
+        isum[c] = mins ? _mm512_setzero_si512() : kq_bsums(d, a[c]);
+    }
+    kq_isums(t, w, d, a, nc, isum);
+    const __m512 dw = _mm512_cvtph_ps(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)dw16)));
+    for (int p = 0; p < (nc + 1) / 2; p++) {
+        const int c1 = 2 * p + 1 < nc ? 2 * p + 1 : 2 * p;
+        const __m512 da = _mm512_insertf32x8(_mm512_set1_ps(a[2 * p]->d), _mm256_set1_ps(a[c1]->d), 1);
+        acc[p] = _mm512_fmadd_ps(_mm512_mul_ps(dw, da), _mm512_cvtepi32_ps(fold2(isum[2 * p], isum[c1])), acc[p]);
+        if (mins) {
+            const __m512 dm = _mm512_cvtph_ps(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)dmin16)));
+            const __m512i m = fold2(kq_bsums(d, a[2 * p]), kq_bsums(d, a[c1]));
+            acc[p] = _mm512_fnmadd_ps(_mm512_mul_ps(dm, da), _mm512_cvtepi32_ps(m), acc[p]);
+        }
+    }
+}
+
+/* The GEMM of one type: decode once per super-block, then the columns in
+ * groups of up to 8 (the unpacked codes of a sub-block reused by the group). */
+#define KQ_GEMM(NAME, PFX, T, BLOCK, DMIN, DECODE)                                                                \
+    static void PFX##_cols(const struct BLOCK *w, const struct kdec *d, const char *y, size_t by, int64_t b,      \
+                           __m512 *acc, int nc)                                                                   \
+    {                                                                                                             \
+        switch (nc) {                                                                                             \
+        case 8: kq_cols(T, w, w->d, DMIN, d, y, by, b, acc, 8); break;                                            \
+        case 7: kq_cols(T, w, w->d, DMIN, d, y, by, b, acc, 7); break;                                            \
+        case 6: kq_cols(T, w, w->d, DMIN, d, y, by, b, acc, 6); break;                                            \
+        case 5: kq_cols(T, w, w->d, DMIN, d, y, by, b, acc, 5); break;                                            \
+        case 4: kq_cols(T, w, w->d, DMIN, d, y, by, b, acc, 4); break;                                            \
+        case 3: kq_cols(T, w, w->d, DMIN, d, y, by, b, acc, 3); break;                                            \
+        case 2: kq_cols(T, w, w->d, DMIN, d, y, by, b, acc, 2); break;                                            \
+        default: kq_cols(T, w, w->d, DMIN, d, y, by, b, acc, 1); break;                                           \
+        }                                                                                                         \
+    }                                                                                                             \
+    void NAME(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by, const int16_t *ysum,    \
+              int nc)                                                                                             \
+    {                                                                                                             \
+        (void)ysum;                                                                                               \
+        const int64_t nb = k / LM_QK_K;                                                                           \
+        const struct BLOCK *w = x;                                                                                \
+        __m512 acc[LM_GEMM_MAX_NC / 2];                                                                           \
+        for (int p = 0; p < (nc + 1) / 2; p++)                                                                    \
+            acc[p] = _mm512_setzero_ps();                                                                         \
+        for (int64_t b = 0; b < nb; b++) {                                                                        \
+            struct kdec d;                                                                                        \
+            prefetch_group(&w[b], (int)sizeof w[b]);                                                              \
+            DECODE;                                                                                               \
+            for (int c0 = 0; c0 < nc; c0 += 8)                                                                    \
+                PFX##_cols(&w[b], &d, (const char *)y + (size_t)c0 * by, by, b, acc + c0 / 2,                     \
+                           nc - c0 < 8 ? nc - c0 : 8);                                                            \
+        }                                                                                                         \
+        for (int c = 0; c < nc; c++)                                                                              \
+            _mm256_storeu_ps(s + (size_t)c * ldc, c % 2 ? _mm512_extractf32x8_ps(acc[c / 2], 1)                   \
+                                                        : _mm512_castps512_ps256(acc[c / 2]));                    \
+    }
+
+/* Contract: kernels.h (ysum unused). */
+KQ_GEMM(gemm_q2_Kx8_q8_K_avx512, q2k, KT_Q2, lm_block_q2_Kx8, w->dmin, q2k_decode(&w[b], &d))
+/* Contract: kernels.h (ysum unused). */
+KQ_GEMM(gemm_q3_Kx8_q8_K_avx512, q3k, KT_Q3, lm_block_q3_Kx8, NULL, q3k_decode(&w[b], &d))
+/* Contract: kernels.h (ysum unused). */
+KQ_GEMM(gemm_q4_Kx8_q8_K_avx512, q4k, KT_Q4, lm_block_q4_Kx8, w->dmin, k4_decode(w[b].sc, w[b].mn, &d))
+/* Contract: kernels.h (ysum unused). */
+KQ_GEMM(gemm_q5_Kx8_q8_K_avx512, q5k, KT_Q5, lm_block_q5_Kx8, w->dmin, k4_decode(w[b].sc, w[b].mn, &d))
+/* Contract: kernels.h (ysum unused). */
+KQ_GEMM(gemm_q6_Kx8_q8_K_avx512, q6k, KT_Q6, lm_block_q6_Kx8, NULL, q6k_decode(&w[b], &d))

@@ -1,0 +1,200 @@
+/* legacy_avx512.c - AVX-512 VNNI dot products of the 32-element quant types
+ * with their activation types: Q4_0/Q5_0/Q8_0 x Q8_0 and Q4_1/Q5_1 x Q8_1.
+ *
+ * One zmm holds two blocks (lanes 0..7 block A, 8..15 block B). Per pair the
+ * 64 integer products are summed exactly in int32 lanes by vpdpbusd
+ * (unsigned x signed bytes, groups of 4):
+ *   - Q4_0 / Q5_0: the unsigned codes q (0..15 / 0..31) times y, minus the
+ *     offset (8 / 16) times y (a second vpdpbusd with a constant operand);
+ *   - Q4_1 / Q5_1: the unsigned codes times y (their m goes through Q8_1's s);
+ *   - Q8_0: |x| times y with y negated where x < 0 (x = -128 included; y is
+ *     never -128).
+ * Then, per lane, acc += (d_x d_y) * (float)isum with one FMA; the _1 types
+ * add m_x * s_y per block in a separate vector. Only the float accumulation
+ * order differs from the generic kernels (the ISA bound of the tests).
+ *
+ * Layout work: 4 blocks per step. For the 4/5-bit types two 64-byte loads
+ * (at the first block, and ending at the fourth block's last byte: nothing
+ * outside the 4 blocks is read) hold all 4 blocks; one vpermb per pair puts
+ * each block's 16 code bytes twice in a row, a variable shift by 0 / 4 and a
+ * mask give the 32 nibbles in element order. Q5's fifth bits (qh, 32 bits a
+ * block, bit j = element j) are exactly the byte mask of a masked add of 16.
+ * The fp16 scales of 4 blocks are read with scalar loads into one vcvtph2ps
+ * (gathering them from the loaded registers with vpermt2w measured ~15 %
+ * slower in cache: 48 vs 56 GFLOP/s for Q4_0).
+ * The last 1..3 blocks go through the same pair code with masked loads.
+ * The weight stream is prefetched LM_AVX512_PREFETCH bytes ahead.
+ *
+ * Speed (bench_kernels, one thread, same run, GFLOP/s in L1, AVX2 ->
+ * AVX-512): Q4_0 48.6 -> 65.9, Q4_1 58.1 -> 62.4, Q5_0 37.2 -> 58.1, Q5_1
+ * 41.9 -> 54.6, Q8_0 54.6 -> 65.1. Streaming (256 MiB, noisy shared machine)
+ * equal or better in alternating A/B runs. The zmm ops run on 2 ports (AVX2's
+ * ymm on 3), so the gain is below the 2x of the width.
+ *
+ * Requirements: n a multiple of 32; blocks need only 2-byte alignment;
+ * activation codes lie in [-127, 127] (what every Q8 encoder writes).
+ */
+#include "avx512_util.h"
+#include "cpu/kernels/kernels.h"
+#include "quant/blocks.h"
+
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
+enum wtype { W_Q4_0, W_Q4_1, W_Q5_0, W_Q5_1, W_Q8_0 };
+
+/* Block bytes, offset of qs, of qh (Q5), and whether the type has m (the _1 types). */
+static ALWAYS_INLINE int w_bs(enum wtype t)
+{
+    return t == W_Q4_0 ? 18 : t == W_Q4_1 ? 20 : t == W_Q5_0 ? 22 : t == W_Q5_1 ? 24 : 34;
+}
+static ALWAYS_INLINE int w_qs(enum wtype t)
+{
+    return t == W_Q4_0 ? 2 : t == W_Q4_1 ? 4 : t == W_Q5_0 ? 6 : t == W_Q5_1 ? 8 : 2;
+}
+static ALWAYS_INLINE int w_qh(enum wtype t) { return t == W_Q5_0 ? 2 : 4; }
+static ALWAYS_INLINE bool w_one(enum wtype t) { return t == W_Q4_1 || t == W_Q5_1; }
+static ALWAYS_INLINE bool w_q5(enum wtype t) { return t == W_Q5_0 || t == W_Q5_1; }
+
+/* vpermb index for a pair of 4/5-bit blocks starting at byte o of a
+ * register: bytes 0..15 and 16..31 <- block A's qs[0..15] (low nibbles =
+ * elements 0..15, high nibbles = 16..31), bytes 32..63 <- block B's. */
+static inline __m512i pair_idx(int o, int bs, int qoff)
+{
+    __m512i idx = _mm512_and_si512(avx512_iota8(), _mm512_set1_epi8(15));
+    idx = _mm512_mask_add_epi8(idx, (__mmask64)0xFFFFFFFF00000000ull, idx, _mm512_set1_epi8((char)bs));
+    return _mm512_add_epi8(idx, _mm512_set1_epi8((char)(o + qoff)));
+}
+
+/* The 64 nibbles of the pair in z (element order, one per byte). */
+static ALWAYS_INLINE __m512i pair_nibbles(__m512i z, __m512i idx)
+{
+    const __m512i p = _mm512_permutexvar_epi8(idx, z);
+    return _mm512_and_si512(_mm512_srlv_epi64(p, _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0)), _mm512_set1_epi8(0x0F));
+}
+
+/* The fifth bits of blocks A (and B when b is non-NULL) as a byte mask. */
+static ALWAYS_INLINE __mmask64 pair_qh(const uint8_t *a, const uint8_t *b)
+{
+    uint32_t lo, hi = 0;
+    memcpy(&lo, a, 4);
+    if (b)
+        memcpy(&hi, b, 4);
+    return _cvtu64_mask64((uint64_t)lo | (uint64_t)hi << 32);
+}
+
+/* Exact int32 lanes of sum (x - offset) y for the pair: xz is the register
+ * holding the pair (4/5-bit types, with idx) or its codes (Q8_0). */
+static ALWAYS_INLINE __m512i pair_isum(const enum wtype t, __m512i xz, __m512i idx, __mmask64 qh, __m512i y)
+{
+    if (t == W_Q8_0)
+        return avx512_dot_s8s8(xz, y);
+    __m512i q = pair_nibbles(xz, idx);
+    if (w_q5(t))
+        q = _mm512_mask_add_epi8(q, qh, q, _mm512_set1_epi8(16));
+    const __m512i p = avx512_dot_u8s8(q, y);
+    if (w_one(t))
+        return p;
+    return _mm512_sub_epi32(p, avx512_dot_u8s8(_mm512_set1_epi8(t == W_Q4_0 ? 8 : 16), y));
+}
+
+/* The dot of nb blocks of type t with Q8_0 (ybs 34) or Q8_1 (ybs 36) blocks. */
+static ALWAYS_INLINE float dot_legacy(const enum wtype t, int64_t nb, const void *vx, const void *vy)
+{
+    const int bs = w_bs(t), ybs = w_one(t) ? 36 : 34, yqs = w_one(t) ? 4 : 2;
+    const uint8_t *x = vx, *y = vy;
+    const __m512i idx0 = pair_idx(0, bs, w_qs(t)), idx1 = pair_idx(64 - 2 * bs, bs, w_qs(t));
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0;
+    __m256 accm = _mm256_setzero_ps(); /* _1 types: odd lanes sum m_x s_y */
+    int64_t b = 0;
+    for (; b + 4 <= nb; b += 4) {
+        const uint8_t *xb = x + b * bs, *yb = y + b * ybs;
+        avx512_prefetch(xb, 4 * bs);
+        __m512i xab, xcd;
+        if (t == W_Q8_0) {
+            xab = avx512_load2x32(xb + 2, xb + bs + 2);
+            xcd = avx512_load2x32(xb + 2 * bs + 2, xb + 3 * bs + 2);
+        } else {
+            xab = _mm512_loadu_si512(xb);
+            xcd = _mm512_loadu_si512(xb + 4 * bs - 64);
+        }
+        __mmask64 hab = 0, hcd = 0;
+        if (w_q5(t)) {
+            hab = pair_qh(xb + w_qh(t), xb + bs + w_qh(t));
+            hcd = pair_qh(xb + 2 * bs + w_qh(t), xb + 3 * bs + w_qh(t));
+        }
+        const __m512i yab = avx512_load2x32(yb + yqs, yb + ybs + yqs);
+        const __m512i ycd = avx512_load2x32(yb + 2 * ybs + yqs, yb + 3 * ybs + yqs);
+        const __m512i iab = pair_isum(t, xab, idx0, hab, yab), icd = pair_isum(t, xcd, idx1, hcd, ycd);
+        __m512 sab, scd;
+        if (w_one(t)) { /* [dx dy, m s] per block */
+            const __m256 p = _mm256_mul_ps(avx512_f16x4_pairs(xb, bs), avx512_f16x4_pairs(yb, ybs));
+            accm = _mm256_add_ps(accm, p);
+            sab = avx512_spread2(_mm512_castps256_ps512(p), 0, 2);
+            scd = avx512_spread2(_mm512_castps256_ps512(p), 4, 6);
+        } else {
+            const __m128 p = _mm_mul_ps(avx512_f16x4(xb, bs), avx512_f16x4(yb, ybs));
+            sab = avx512_spread2(_mm512_castps128_ps512(p), 0, 1);
+            scd = avx512_spread2(_mm512_castps128_ps512(p), 2, 3);
+        }
+        acc0 = _mm512_fmadd_ps(sab, _mm512_cvtepi32_ps(iab), acc0);
+        acc1 = _mm512_fmadd_ps(scd, _mm512_cvtepi32_ps(icd), acc1);
+    }
+    for (; b < nb; b += 2) { /* 1..3 blocks left: pairs with masked loads */
+        const bool two = b + 1 < nb;
+        const uint8_t *xb = x + b * bs, *yb = y + b * ybs;
+        __m512i xz;
+        if (t == W_Q8_0) {
+            const __m256i hi = two ? _mm256_loadu_si256((const __m256i *)(xb + bs + 2)) : _mm256_setzero_si256();
+            xz = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(xb + 2))), hi, 1);
+        } else {
+            xz = _mm512_maskz_loadu_epi8(avx512_mask64((two ? 2 : 1) * bs), xb);
+        }
+        const __mmask64 qh = w_q5(t) ? pair_qh(xb + w_qh(t), two ? xb + bs + w_qh(t) : NULL) : 0;
+        const __m256i yhi = two ? _mm256_loadu_si256((const __m256i *)(yb + ybs + yqs)) : _mm256_setzero_si256();
+        const __m512i yz =
+            _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(yb + yqs))), yhi, 1);
+        const __m512i is = pair_isum(t, xz, idx0, qh, yz);
+        lm_fp16 h[8] = {0}; /* x d, x m, y d, y s of A then B (0 = absent) */
+        for (int k = 0; k < (two ? 2 : 1); k++) {
+            memcpy(&h[4 * k], xb + k * bs, w_one(t) ? 4 : 2);
+            memcpy(&h[4 * k + 2], yb + k * ybs, w_one(t) ? 4 : 2);
+        }
+        const float sa = avx512_f16(h[0]) * avx512_f16(h[2]), sb = avx512_f16(h[4]) * avx512_f16(h[6]);
+        if (w_one(t))
+            accm = _mm256_add_ps(accm, _mm256_setr_ps(0.0f, avx512_f16(h[1]) * avx512_f16(h[3]), 0.0f,
+                                                      avx512_f16(h[5]) * avx512_f16(h[7]), 0, 0, 0, 0));
+        const __m512 sc = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(sa), _mm512_set1_ps(sb));
+        acc0 = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(is), acc0);
+    }
+    float sum = avx512_hsum_ps(_mm512_add_ps(acc0, acc1));
+    if (w_one(t))
+        sum += avx512_hsum_ps256(_mm256_maskz_mov_ps(0xAA, accm));
+    return sum;
+}
+
+/* Contracts: kernels.h. */
+void vec_dot_q4_0_q8_0_avx512(int64_t n, float *s, const void *x, const void *y)
+{
+    *s = dot_legacy(W_Q4_0, n / LM_QK, x, y);
+}
+
+void vec_dot_q4_1_q8_1_avx512(int64_t n, float *s, const void *x, const void *y)
+{
+    *s = dot_legacy(W_Q4_1, n / LM_QK, x, y);
+}
+
+void vec_dot_q5_0_q8_0_avx512(int64_t n, float *s, const void *x, const void *y)
+{
+    *s = dot_legacy(W_Q5_0, n / LM_QK, x, y);
+}
+
+void vec_dot_q5_1_q8_1_avx512(int64_t n, float *s, const void *x, const void *y)
+{
+    *s = dot_legacy(W_Q5_1, n / LM_QK, x, y);
+}
+
+void vec_dot_q8_0_q8_0_avx512(int64_t n, float *s, const void *x, const void *y)
+{
+    *s = dot_legacy(W_Q8_0, n / LM_QK, x, y);
+}
+
