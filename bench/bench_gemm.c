@@ -2,7 +2,7 @@
  * (kernels.h gemm_x8) on a weight matrix that stays in L2 and a tile of
  * activation columns, per type and ISA, in GMAC/s (multiply-adds per second).
  * Columns beyond LM_GEMM_MAX_NC are run in the matmul op's loop order.
- * Where a level has a panel GEMM (AMX: F16, BF16), its line "panel" follows:
+ * Where a level has a panel GEMM (AMX: F16, BF16, quantized), its line "panel" follows:
  * one call over all rows and columns, as the matmul runs it per thread.
  * usage: bench_gemm [K] [rows] [cols] */
 #include <stdio.h>
@@ -12,6 +12,7 @@
 
 #include "cpu/kernels/kernels.h"
 #include "cpu/repack.h"
+#include "quant/blocks.h"
 #include "quant/quant.h"
 
 #define COL_BLOCK 64 /* as GEMM_COL_BLOCK in cpu/ops/matmul.c */
@@ -47,12 +48,78 @@ static void bench_panel(const struct lm_cpu_type_kernels *tk, enum lm_type t, in
     free(scratch);
 }
 
+/* "bench_gemm stream [MiB] [K]": token generation, one activation column
+ * against a weight matrix of MiB (default 512, > L3) read once per pass;
+ * the levels take turns pass by pass (same noise), best of 5, GB/s of
+ * weight bytes. The matrix is one quantized block of 512 rows repeated. */
+static int stream_main(int argc, char **argv)
+{
+    const size_t mib = argc > 2 ? (size_t)atoll(argv[2]) : 512;
+    const int64_t K = argc > 3 ? atoll(argv[3]) : 4096, M0 = 512;
+    const enum lm_type types[] = {LM_TYPE_Q4_0, LM_TYPE_Q8_0, LM_TYPE_Q2_K, LM_TYPE_Q3_K,
+                                  LM_TYPE_Q4_K, LM_TYPE_Q5_K, LM_TYPE_Q6_K};
+    float *w = malloc(sizeof(float) * (size_t)(K * M0)), *a = malloc(sizeof(float) * (size_t)K), out[LM_REPACK_ROWS];
+    for (int64_t i = 0; i < K * M0; i++)
+        w[i] = (float)((i * 7919) % 1000) / 500.0f - 1.0f;
+    for (int64_t i = 0; i < K; i++)
+        a[i] = (float)((i * 104729) % 1000) / 500.0f - 1.0f;
+    printf("gemm_x8 stream: K=%lld, %zu MiB of weights, 1 column (1 thread)\n", (long long)K, mib);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const enum lm_type t = types[ti];
+        const size_t blk = lm_row_size(t, K) * (size_t)M0, reps = (mib << 20) / blk, group = lm_row_size(t, K) * 8;
+        char *plain = malloc(blk), *packed = malloc(blk * reps);
+        lm_quantize_chunk(t, w, plain, 0, M0, K, NULL);
+        lm_repack_rows(t, plain, packed, M0, K);
+        for (size_t r = 1; r < reps; r++)
+            memcpy(packed + r * blk, packed, blk);
+        double best[LM_ISA_COUNT];
+        char act[LM_ISA_COUNT][8192 + 64];
+        int16_t sums[LM_ISA_COUNT][256] = {{0}};
+        for (int isa = 0; isa < LM_ISA_COUNT; isa++) {
+            const struct lm_cpu_kernels *kern = lm_cpu_kernels_for((enum lm_cpu_isa)isa);
+            best[isa] = 1e9;
+            if (!kern || !kern->type[t].gemm_x8 || isa == LM_ISA_GENERIC || lm_row_size(kern->type[t].gemm_vt, K) > 8192)
+                continue;
+            kern->type[kern->type[t].gemm_vt].from_float(a, act[isa], K);
+            for (int64_t b = 0; kern->type[t].gemm_vt == LM_TYPE_Q8_0 && b < K / 32 && b < 256; b++) {
+                int sum = 0;
+                for (int i = 0; i < 32; i++)
+                    sum += ((const struct lm_block_q8_0 *)act[isa])[b].qs[i];
+                sums[isa][b] = (int16_t)sum;
+            }
+        }
+        for (int pass = 0; pass < 5; pass++) {
+            for (int isa = 1; isa < LM_ISA_COUNT; isa++) {
+                const struct lm_cpu_kernels *kern = lm_cpu_kernels_for((enum lm_cpu_isa)isa);
+                if (!kern || !kern->type[t].gemm_x8 || lm_row_size(kern->type[t].gemm_vt, K) > 8192)
+                    continue;
+                const double t0 = now();
+                for (size_t g = 0; g < reps * (size_t)(M0 / 8); g++)
+                    kern->type[t].gemm_x8(K, out, 8, packed + g * group, act[isa], 0, sums[isa], 1);
+                const double dt = now() - t0;
+                best[isa] = dt < best[isa] ? dt : best[isa];
+            }
+        }
+        for (int isa = 1; isa < LM_ISA_COUNT; isa++)
+            if (best[isa] < 1e9)
+                printf("  %-5s %-7s %6.2f GB/s\n", lm_type_name(t), lm_cpu_isa_name((enum lm_cpu_isa)isa),
+                       (double)(blk * reps) / best[isa] / 1e9);
+        free(plain);
+        free(packed);
+    }
+    free(w);
+    free(a);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "stream"))
+        return stream_main(argc, argv);
     const int64_t K = argc > 1 ? atoll(argv[1]) : 2048, M = argc > 2 ? atoll(argv[2]) : 128;
     const int N = argc > 3 ? atoi(argv[3]) : 16;
     const enum lm_type types[] = {LM_TYPE_Q4_0, LM_TYPE_Q8_0, LM_TYPE_F16, LM_TYPE_BF16, LM_TYPE_F32,
-                                  LM_TYPE_Q4_K, LM_TYPE_Q5_K, LM_TYPE_Q6_K};
+                                  LM_TYPE_Q2_K, LM_TYPE_Q3_K, LM_TYPE_Q4_K, LM_TYPE_Q5_K, LM_TYPE_Q6_K};
     float *w = malloc(sizeof(float) * (size_t)(K * M)), *a = malloc(sizeof(float) * (size_t)(K * N));
     float *out = malloc(sizeof(float) * (size_t)(M * N));
     for (int64_t i = 0; i < K * M; i++)

@@ -433,8 +433,158 @@ static void test_float_encoders(void)
     }
 }
 
+/* ---- the integer kernels against AVX2 (the AVX-512 VNNI kernels' contract) ---- */
+
+/* M plain Q4_0 / Q8_0 rows of K elements: random bytes (every code, Q8_0's
+ * -128 included) or all 0xFF (Q4_0 codes 15, Q8_0 -1), finite fp16 d. */
+static void craft_legacy(enum lm_type type, uint8_t *plain, int64_t M, int64_t K, bool max)
+{
+    const size_t bs = lm_row_size(type, LM_QK);
+    for (int64_t b = 0; b < M * K / LM_QK; b++) {
+        uint8_t *blk = plain + (size_t)b * bs;
+        for (size_t i = 0; i < bs; i++)
+            blk[i] = max ? 0xFF : (uint8_t)(frand() * 1000.0f);
+        const lm_fp16 d = lm_fp32_to_fp16(1e-3f + 1e-2f * fabsf(frand()));
+        memcpy(blk, &d, sizeof d); /* d is the first field of both blocks */
+    }
+}
+
+/* nc Q8_0 rows (row c at act + c * by) and their int16 block sums. Values
+ * in [-127, 127] (what the encoders write; the AVX2 Q8_0 sign trick needs
+ * it), -128 too for Q4_0 (fill ACT_M128). */
+static void craft_q8_0_acts(uint8_t *act, size_t by, int16_t *sums, int nc, int64_t K, enum act_fill fill)
+{
+    for (int c = 0; c < nc; c++) {
+        struct lm_block_q8_0 *y = (struct lm_block_q8_0 *)(act + (size_t)c * by);
+        for (int64_t b = 0; b < K / LM_QK; b++) {
+            y[b].d = lm_fp32_to_fp16(5e-3f + 1e-2f * fabsf(frand()));
+            int sum = 0;
+            for (int i = 0; i < LM_QK; i++) {
+                int v = (int)floorf(frand() * 127.5f);
+                v = fill == ACT_P127 ? 127 : fill == ACT_M127 ? -127 : fill == ACT_M128 ? -128 : v;
+                y[b].qs[i] = (int8_t)(v < -127 && fill != ACT_M128 ? -127 : v > 127 ? 127 : v);
+                sum += y[b].qs[i];
+            }
+            sums[(size_t)c * (size_t)(K / LM_QK) + (size_t)b] = (int16_t)sum;
+        }
+    }
+}
+
+/* Whether f is this type's AVX-512 VNNI kernel (gemm.h: bit-identical to AVX2). */
+static bool is_vnni_gemm(enum lm_type type, lm_gemm_fn f)
+{
+    switch (type) {
+    case LM_TYPE_Q4_0: return f == gemm_q4_0x8_q8_0_avx512;
+    case LM_TYPE_Q8_0: return f == gemm_q8_0x8_q8_0_avx512;
+    case LM_TYPE_Q2_K: return f == gemm_q2_Kx8_q8_K_avx512;
+    case LM_TYPE_Q3_K: return f == gemm_q3_Kx8_q8_K_avx512;
+    case LM_TYPE_Q4_K: return f == gemm_q4_Kx8_q8_K_avx512;
+    case LM_TYPE_Q5_K: return f == gemm_q5_Kx8_q8_K_avx512;
+    case LM_TYPE_Q6_K: return f == gemm_q6_Kx8_q8_K_avx512;
+    default: return false;
+    }
+}
+
+/* One group of 8 rows (random or extreme) against nc activation rows, output
+ * stride 11, activation stride not a multiple of 32: the legacy types within
+ * 1e-5 of the double dot of the decoded values for every ISA (as
+ * kernel_case for the K-quants), nothing written outside the 8 rows, and
+ * every level's VNNI kernel bit-identical to the AVX2 one. Returns the number
+ * of VNNI comparisons made. */
+static int int_case(enum lm_type type, int64_t K, int nc, bool wmax, enum act_fill fill, double *worst)
+{
+    enum { LDC = 11 };
+    const struct lm_cpu_kernels *avx2 = lm_cpu_kernels_for(LM_ISA_AVX2);
+    const bool k = is_k(type);
+    const enum lm_type vt = k ? LM_TYPE_Q8_K : LM_TYPE_Q8_0;
+    const size_t wbytes = lm_row_size(type, K) * LM_REPACK_ROWS, by = lm_row_size(vt, K) + (k ? 8 : 6);
+    uint8_t *plain = malloc(wbytes), *packed = malloc(wbytes), *act = malloc(by * (size_t)nc);
+    int16_t *sums = malloc(sizeof(int16_t) * (size_t)nc * (size_t)(K / LM_QK));
+    float *wf = malloc(sizeof(float) * (size_t)(K * LM_REPACK_ROWS)), *af = malloc(sizeof(float) * (size_t)K);
+    float want[LM_GEMM_MAX_NC * LDC], out[LM_GEMM_MAX_NC * LDC];
+    int compared = 0;
+    if (k) {
+        craft_weights(type, plain, LM_REPACK_ROWS, K, wmax);
+        craft_acts(act, by, nc, K, fill);
+    } else {
+        craft_legacy(type, plain, LM_REPACK_ROWS, K, wmax);
+        craft_q8_0_acts(act, by, sums, nc, K, type == LM_TYPE_Q4_0 ? fill : fill == ACT_M128 ? ACT_M127 : fill);
+    }
+    lm_repack_rows(type, plain, packed, LM_REPACK_ROWS, K);
+    lm_quant_traits(type)->to_float(plain, wf, K * LM_REPACK_ROWS);
+    for (int isa = 0; isa <= (int)lm_cpu_isa_best(); isa++) {
+        const struct lm_cpu_kernels *kt = lm_cpu_kernels_for((enum lm_cpu_isa)isa);
+        const lm_gemm_fn f = kt ? kt->type[type].gemm_x8 : NULL;
+        if (!f)
+            continue;
+        for (int i = 0; i < LM_GEMM_MAX_NC * LDC; i++)
+            out[i] = 1234.5f;
+        f(K, out, LDC, packed, act, by, sums, nc);
+        if (avx2 && is_vnni_gemm(type, f)) {
+            for (int i = 0; i < LM_GEMM_MAX_NC * LDC; i++)
+                want[i] = 1234.5f;
+            avx2->type[type].gemm_x8(K, want, LDC, packed, act, by, sums, nc);
+            CHECKF(!memcmp(out, want, sizeof out), "%s %s K%lld nc %d: not the AVX2 kernel's bits", lm_type_name(type),
+                   lm_cpu_isa_name((enum lm_cpu_isa)isa), (long long)K, nc);
+            compared++;
+        }
+        bool ok = true;
+        for (int c = 0; c < nc && ok && !k; c++) { /* the K-quants' values: kernel_case */
+            lm_quant_traits(vt)->to_float(act + (size_t)c * by, af, K);
+            for (int r = 0; r < LDC && ok; r++) {
+                const float got = out[c * LDC + r];
+                if (r >= LM_REPACK_ROWS) {
+                    ok = got == 1234.5f;
+                    CHECKF(ok, "%s: gemm wrote outside its 8 rows (col %d, row %d)", lm_type_name(type), c, r);
+                    continue;
+                }
+                double dot = 0, mag = 0;
+                for (int64_t i = 0; i < K; i++) {
+                    dot += (double)wf[r * K + i] * af[i];
+                    mag += fabs((double)wf[r * K + i] * af[i]);
+                }
+                const double err = fabs(got - dot) / (mag > 0 ? mag : 1);
+                *worst = err > *worst ? err : *worst;
+                ok = err <= 1e-5;
+                CHECKF(ok, "%s %s K%lld nc %d col %d row %d: %.9g vs %.9g (rel %.3g)", lm_type_name(type),
+                       lm_cpu_isa_name((enum lm_cpu_isa)isa), (long long)K, nc, c, r, got, dot, err);
+            }
+        }
+    }
+    free(plain);
+    free(packed);
+    free(act);
+    free(sums);
+    free(wf);
+    free(af);
+    return compared;
+}
+
+/* Every column count 1..16 with block counts around the VNNI kernels' 32-block
+ * table slabs, random and extreme inputs. */
+static void test_kernels_int(enum lm_type type)
+{
+    static const int nbs[] = {1, 2, 3, 7, 32, 33, 70};
+    const int64_t qk = is_k(type) ? LM_QK_K : LM_QK;
+    double worst = 0;
+    int cases = 0, compared = 0;
+    for (int nc = 1; nc <= LM_GEMM_MAX_NC; nc++, cases++)
+        compared += int_case(type, qk * (is_k(type) ? 1 + nc % 3 : nbs[nc % 7]), nc, false, ACT_RANDOM, &worst);
+    static const int ncs[] = {1, 2, 7, 16};
+    for (int i = 0; i < 4; i++) {
+        for (int f = ACT_P127; f <= ACT_M128; f++, cases += 2) {
+            compared += int_case(type, qk * (is_k(type) ? 2 : 33), ncs[i], true, (enum act_fill)f, &worst);
+            compared += int_case(type, qk * 3, ncs[i], false, (enum act_fill)f, &worst);
+        }
+    }
+    printf("%s: %d integer gemm cases, %d VNNI kernel runs compared bit for bit with AVX2, worst error / magnitude %.3g\n",
+           lm_type_name(type), cases, compared, worst);
+}
+
 int main(void)
 {
+    test_kernels_int(LM_TYPE_Q4_0);
+    test_kernels_int(LM_TYPE_Q8_0);
     test_roundtrip(LM_TYPE_Q4_0);
     test_roundtrip(LM_TYPE_Q8_0);
     test_matmul(LM_TYPE_Q4_0);
@@ -443,6 +593,7 @@ int main(void)
     for (int i = 0; i < 5; i++) {
         test_roundtrip(ktypes[i]);
         test_kernels_k(ktypes[i]);
+        test_kernels_int(ktypes[i]);
         test_matmul(ktypes[i]);
     }
     test_float_encoders();

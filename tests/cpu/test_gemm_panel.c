@@ -1,17 +1,23 @@
 /* test_gemm_panel.c - the panel GEMM slots (kernels.h lm_gemm_panel_fn; the
- * AMX level's F16 and BF16 kernels, kernels/x86-amx/):
+ * AMX level's F16, BF16 and quantized (Q4_0, Q8_0, Q4_K..Q6_K) kernels,
+ * kernels/x86-amx/):
  *  - encoders: the BF16 rows are lm_fp32_to_bf16's bits in bf16x8 order for
  *    special values (ties, NaN, inf, subnormals) and random bits; the F16 rows
  *    split the F16-rounded value exactly (hi + lo == fp16(x), hi RNE), any n;
+ *    the F32 rows (quantized weights) are hi = bf16(x), lo = bf16(x - hi);
  *  - the kernel called directly on every table that has one: n_groups 1..5
  *    (odd: 8-column tiles), N in {1, 15, 16, 17, 33, 64, 100} (every token
  *    tail), K in {32, 64, 2048, 5632}, activation stride > row, ldc > rows:
  *    each element within 4.8e-7 (K/8 + 8) sum|w a| of the double dot of the
- *    rounded values (F16: plus 2^-15 sum|w a| for the split), within twice
- *    that of the generic vec_dot, bit-exact for small-integer inputs, and
+ *    rounded values (F16 and quantized: plus 2^-15 sum|w a| for the split;
+ *    quantized: the decoded weights times the unrounded F32 activations),
+ *    within twice that of the generic vec_dot (float types: the quantized
+ *    ones' vec_dot rounds activations to Q8), bit-exact for small-integer
+ *    inputs (float types, Q4_0), and
  *    nothing written outside the 8 n_groups x N outputs;
  *  - MUL_MAT through the CPU backend on repacked weights at the panel level
- *    vs generic (nmse <= 1e-5), bit-identical for 1..4 threads and to one
+ *    vs generic (nmse <= 1e-5; quantized 1e-3: generic rounds the activations
+ *    to Q8, the panel does not), bit-identical for 1..4 threads and to one
  *    direct kernel call (the matmul really takes the panel path), with 2-D
  *    and 3-D (batched) and transposed activations.
  * Skipped with a notice where no level has a panel GEMM (no AMX). */
@@ -48,15 +54,24 @@ static const struct lm_cpu_kernels *panel_table(enum lm_type type)
     return NULL;
 }
 
-/* The value the panel path multiplies for activation x. */
+static const enum lm_type quant_types[] = {LM_TYPE_Q4_0, LM_TYPE_Q8_0, LM_TYPE_Q2_K, LM_TYPE_Q3_K,
+                                           LM_TYPE_Q4_K, LM_TYPE_Q5_K, LM_TYPE_Q6_K}; /* those with a panel */
+static bool is_float(enum lm_type type) { return type == LM_TYPE_F16 || type == LM_TYPE_BF16; }
+static int64_t block_k(enum lm_type type) { return lm_type_blck(type); }
+
+/* The value the panel path multiplies for activation x (quantized: x split
+ * into hi + lo, within the 2^-15 split bound). */
 static float act_value(enum lm_type type, float x)
 {
+    if (!is_float(type))
+        return x;
     return type == LM_TYPE_F16 ? lm_fp16_to_fp32(lm_fp32_to_fp16(x)) : lm_bf16_to_fp32(lm_fp32_to_bf16(x));
 }
 
 /* ---- encoders ---- */
 
-static void test_encoders(const struct lm_cpu_kernels *kb, const struct lm_cpu_kernels *kh)
+static void test_encoders(const struct lm_cpu_kernels *kb, const struct lm_cpu_kernels *kh,
+                          const struct lm_cpu_kernels *kq)
 {
     static const uint32_t special[] = {0x00000000u, 0x80000000u, 0x3f800000u, 0xbf800000u, 0x7f7fffffu, 0xff7f8000u,
                                        0x7f7f7fffu, 0xff800000u, 0x7f800000u, 0x7fc00000u, 0xffc00001u, 0x7f800001u,
@@ -97,6 +112,30 @@ static void test_encoders(const struct lm_cpu_kernels *kb, const struct lm_cpu_k
                     bad += got[i] != lm_fp32_to_bf16(f) || hi + lo != f;
             }
             CHECKF(bad == 0 && got[2 * n] == 0x5a5a, "f16 panel encoder n %d: %d values not split exactly", n, bad);
+        }
+    }
+    if (kq) { /* lm_fp32_to_bf16's bits, except that the SIMD body flushes subnormals (< 2^-126) */
+        for (int n = 1; n <= 1024; n += n < 40 ? 1 : n < 100 ? 13 : 461) {
+            memset(got, 0x5a, sizeof got);
+            kq->type[LM_TYPE_Q4_0].panel_from_float(x, got, n);
+            int bad = 0;
+            for (int i = 0; i < n; i++) {
+                const float f = x[i], hi = lm_bf16_to_fp32(got[i]), lo = lm_bf16_to_fp32(got[n + i]);
+                if (isnan(f)) {
+                    bad += !isnan(hi);
+                    continue;
+                }
+                if (fabsf(f) < 0x1p-126f) {
+                    bad += hi != 0 && got[i] != lm_fp32_to_bf16(f);
+                    continue;
+                }
+                const float r = f - hi;
+                const bool lo_ok = got[n + i] == lm_fp32_to_bf16(r) || (fabsf(r) < 0x1p-126f && lo == 0);
+                bad += got[i] != lm_fp32_to_bf16(f) || !lo_ok ||
+                       (isfinite(hi) && !(fabs((double)hi + lo - f) <= 0x1p-17 * fabs(f) + 0x1p-126));
+            }
+            CHECKF(bad == 0 && got[2 * n] == 0x5a5a, "f32 panel encoder n %d: %d values not split as bf16 hi/lo", n,
+                   bad);
         }
     }
 }
@@ -192,7 +231,8 @@ static double kernel_case(const struct lm_cpu_kernels *k, const struct setup *S,
     for (size_t i = 0; i < ldc * (size_t)(N + 1); i++)
         s[i] = SENTINEL;
     tk->gemm_panel(K, ng, group, s, ldc, S->packed, S->act, S->by, N, scratch);
-    const double split = S->type == LM_TYPE_F16 ? 0x1p-15 : 0.0;
+    const double split = S->type == LM_TYPE_BF16 ? 0.0 : 0x1p-15;
+    const bool vs_vdot = is_float(S->type); /* quantized vec_dots round activations to Q8 */
     double worst = 0;
     int bad = 0, outside = 0;
     for (int c = 0; c <= N; c++) {
@@ -208,7 +248,7 @@ static double kernel_case(const struct lm_cpu_kernels *k, const struct setup *S,
             const double bound = exact ? 0 : (4.8e-7 * (double)(K / 8 + 8) + split) * mag;
             const double err = fabs(got - want);
             worst = mag > 0 && err / mag > worst ? err / mag : worst;
-            if (!(err <= bound) || !(fabs((double)got - v) <= 2 * bound)) {
+            if (!(err <= bound) || (vs_vdot && !(fabs((double)got - v) <= 2 * bound))) {
                 if (bad++ < 3)
                     fprintf(stderr, "%s K%lld ng %d N %d: col %d row %zu: %.9g, want %.9g, vec_dot %.9g (bound %.3g)\n",
                             lm_type_name(S->type), (long long)K, ng, N, c, r, got, want, v, bound);
@@ -225,11 +265,12 @@ static double kernel_case(const struct lm_cpu_kernels *k, const struct setup *S,
 
 static void test_kernels(const struct lm_cpu_kernels *k, enum lm_type type)
 {
-    static const int64_t Ks[] = {32, 64, 2048, 5632};
+    static const int64_t Ks_small[] = {32, 64, 2048, 5632}, Ks_k[] = {256, 512, 2048, 5632};
+    const int64_t *Ks = block_k(type) == 256 ? Ks_k : Ks_small;
     static const int Ns[] = {1, 15, 16, 17, 33, 64, 100};
     int cases = 0;
     double worst = 0;
-    for (size_t ik = 0; ik < sizeof Ks / sizeof Ks[0]; ik++) {
+    for (size_t ik = 0; ik < 4; ik++) {
         struct setup S;
         setup_new(&S, k, type, Ks[ik], false);
         for (int ng = 1; ng <= MAXG; ng++) {
@@ -243,13 +284,19 @@ static void test_kernels(const struct lm_cpu_kernels *k, enum lm_type type)
         }
         setup_free(&S);
     }
-    struct setup E;
-    setup_new(&E, k, type, 2048, true);
-    kernel_case(k, &E, 5, 100, true);
-    kernel_case(k, &E, 2, 17, true);
-    setup_free(&E);
-    printf("%s %s panel: %d direct cases (+2 exact), worst error / magnitude %.3g\n", lm_type_name(type),
-           lm_cpu_isa_name(k->isa), cases, worst);
+    /* exact: small-integer weights and activations; Q4_0 decodes them to
+     * multiples of d in {1/8, 1/4, 3/8, 1/2} (exact in hi); other quantized
+     * types decode to values hi + lo does not hold exactly */
+    const int exact = is_float(type) || type == LM_TYPE_Q4_0 ? 2 : 0;
+    if (exact) {
+        struct setup E;
+        setup_new(&E, k, type, 2048, true);
+        kernel_case(k, &E, 5, 100, true);
+        kernel_case(k, &E, 2, 17, true);
+        setup_free(&E);
+    }
+    printf("%s %s panel: %d direct cases (+%d exact), worst error / magnitude %.3g\n", lm_type_name(type),
+           lm_cpu_isa_name(k->isa), cases, exact, worst);
 }
 
 /* ---- MUL_MAT through the backend ---- */
@@ -323,7 +370,10 @@ static void test_matmul(const struct lm_cpu_kernels *k, enum lm_type type)
     double worst = 0;
     int runs = 0;
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
-        const int64_t M = cases[ci].M, K = cases[ci].K, N = cases[ci].N, B2 = cases[ci].B2;
+        const int64_t M = cases[ci].M, B2 = cases[ci].B2, min_n = k->type[type].panel_min_n;
+        /* at least panel_min_n columns, the same token tail (N mod 32) */
+        const int64_t N = cases[ci].N + (cases[ci].N < min_n ? (min_n - cases[ci].N + 31) / 32 * 32 : 0);
+        const int64_t bk = block_k(type), K = (cases[ci].K + bk - 1) / bk * bk; /* K-quants: 256 */
         const size_t nout = (size_t)(M * N * B2);
         CHECK(N >= k->type[type].panel_min_n && K % LM_GEMM_PANEL_K == 0); /* the panel path is taken */
         float *af = malloc(sizeof(float) * (size_t)(M * K)), *bf = malloc(sizeof(float) * (size_t)(K * N * B2));
@@ -346,7 +396,8 @@ static void test_matmul(const struct lm_cpu_kernels *k, enum lm_type type)
         }
         const double nmse = ref > 0 ? err / ref : err;
         worst = nmse > worst ? nmse : worst;
-        CHECKF(nmse <= 1e-5, "%s M%lld K%lld N%lld: nmse %g vs generic", lm_type_name(type), (long long)M,
+        CHECKF(nmse <= (is_float(type) ? 1e-5 : 1e-3), "%s M%lld K%lld N%lld: nmse %g vs generic", lm_type_name(type),
+               (long long)M,
                (long long)K, (long long)N, nmse);
         direct_panel(k, type, aq, M, K, bf, N, direct);
         CHECKF(!memcmp(direct, one, sizeof(float) * (size_t)(M * N)), "%s M%lld K%lld N%lld: matmul != direct panel call",
@@ -372,11 +423,12 @@ static void test_matmul(const struct lm_cpu_kernels *k, enum lm_type type)
 int main(void)
 {
     const struct lm_cpu_kernels *kb = panel_table(LM_TYPE_BF16), *kh = panel_table(LM_TYPE_F16);
-    if (!kb && !kh) {
+    const struct lm_cpu_kernels *kq = panel_table(LM_TYPE_Q4_0);
+    if (!kb && !kh && !kq) {
         printf("no panel GEMM on this machine/build (best level %s): skipped\n", lm_cpu_isa_name(lm_cpu_isa_best()));
         return lm_test_summary();
     }
-    test_encoders(kb, kh);
+    test_encoders(kb, kh, kq);
     if (kb) {
         test_kernels(kb, LM_TYPE_BF16);
         test_matmul(kb, LM_TYPE_BF16);
@@ -384,6 +436,13 @@ int main(void)
     if (kh) {
         test_kernels(kh, LM_TYPE_F16);
         test_matmul(kh, LM_TYPE_F16);
+    }
+    for (size_t i = 0; i < sizeof quant_types / sizeof quant_types[0]; i++) {
+        const struct lm_cpu_kernels *k = panel_table(quant_types[i]);
+        if (k) {
+            test_kernels(k, quant_types[i]);
+            test_matmul(k, quant_types[i]);
+        }
     }
     return lm_test_summary();
 }

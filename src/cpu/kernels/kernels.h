@@ -111,7 +111,10 @@ struct lm_cpu_type_kernels {
      * processing), or NULL. The matmul uses it instead of gemm_x8 when the
      * activation count N >= panel_min_n and k % LM_GEMM_PANEL_K == 0; its
      * activation rows are panel_vt-sized rows written by panel_from_float
-     * (a private layout: see the kernel). */
+     * (a private layout: see the kernel). Numerics: BF16 weights as the
+     * gemm_x8 path; F16 and quantized weights (AMX) split weights and
+     * activations into BF16 hi + lo, within 2^-15 |w a| per product plus fp32
+     * accumulation of the unquantized F32 activations (F16: F16-rounded). */
     lm_gemm_panel_fn gemm_panel;
     enum lm_type panel_vt;
     lm_from_float_fn panel_from_float;
@@ -201,6 +204,25 @@ size_t gemm_panel_bf16x8_scratch_amx(int64_t k);
 size_t gemm_panel_f16x8_scratch_amx(int64_t k);
 void panel_from_float_bf16_amx(const float *x, void *y, int64_t n); /* n a multiple of 16 */
 void panel_from_float_f16_amx(const float *x, void *y, int64_t n);  /* any n */
+/* Quantized weights (q4_0x8, q8_0x8, q4_Kx8, q5_Kx8, q6_Kx8): each group unpacked
+ * and decoded to F32 (the AVX-512 decoders) in the scratch, then split into
+ * hi/lo B tiles as F16 weights (exact for Q4_0; others lose < 2^-17 |w|);
+ * activations are the F32 values split into ah = bf16(a), al = bf16(a - ah)
+ * (no F16 rounding, no Q8 quantization; panel_from_float_f32_amx, the F16
+ * row layout, panel_vt F32). Per product w a ~ wh ah + wh al + wl ah, error
+ * < 2^-15 |w a| plus fp32 accumulation (the F16 bound), far below the Q8
+ * activation error of the gemm_x8 path. */
+#define LM_PANEL_QUANT_DECL(name)                                                                                 \
+    void gemm_panel_##name##_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc,         \
+                                 const void *x, const void *y, size_t by, int64_t n, void *scratch);            \
+    size_t gemm_panel_##name##_scratch_amx(int64_t k);
+LM_PANEL_QUANT_DECL(q4_0x8)
+LM_PANEL_QUANT_DECL(q8_0x8)
+LM_PANEL_QUANT_DECL(q4_Kx8)
+LM_PANEL_QUANT_DECL(q5_Kx8)
+LM_PANEL_QUANT_DECL(q6_Kx8)
+#undef LM_PANEL_QUANT_DECL
+void panel_from_float_f32_amx(const float *x, void *y, int64_t n); /* any n */
 
 /* The AVX2 kernels, declared here so tests and benches can call them by name
  * (only present in builds with LM_HAVE_X86_AVX2; call only when

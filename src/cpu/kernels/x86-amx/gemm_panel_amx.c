@@ -1,5 +1,6 @@
-/* gemm_panel_amx.c - AMX-BF16 panel GEMM over repacked BF16 (bf16x8) and F16
- * (f16x8) weights, for prompt processing (kernels.h lm_gemm_panel_fn).
+/* gemm_panel_amx.c - AMX-BF16 panel GEMM over repacked BF16 (bf16x8), F16
+ * (f16x8) and quantized (q4_0x8, q8_0x8, q4_Kx8, q5_Kx8, q6_Kx8) weights, for
+ * prompt processing (kernels.h lm_gemm_panel_fn).
  *
  * TDPBF16PS: C[m][n] (fp32, up to 16 x 16) += sum over k-pairs p < 16 of
  * A[m][2p] B[p][2n] + A[m][2p+1] B[p][2n+1], A = 16 rows x 32 bf16, B = 16
@@ -9,13 +10,14 @@
  * which is the layout of the output (s[c * ldc + r]): C tiles are stored
  * straight into s.
  *
- * Plan of one call: units of up to 4 groups (2 panels, 32 weight rows). Each
- * unit is converted once into B-tile format in the scratch (1 KiB per panel
- * and 32-element k-block: 8 x 8 word transposes of the repacked chunks), then
- * every token is swept through it in blocks of 2 x 16 tokens with 4 C tiles
- * (2 token blocks x 2 panels; tiles 0-3 C, 4-5 A, 6-7 B), so each loaded tile
- * feeds 2 TDPs and the unit (<= 352 KiB for K = 5632, F16) stays in L2 while
- * the activations stream. Tails: a last block of 16 tokens uses one A tile;
+ * Plan of one call: units of up to 4 groups (2 panels, 32 weight rows). Up to
+ * 4 units at a time (as many as fit in 1 MiB of scratch) are converted once
+ * into B-tile format (1 KiB per panel and 32-element k-block: 8 x 8 word
+ * transposes of the repacked chunks); then for each block of 2 x 16 tokens
+ * every converted unit in turn runs its whole k loop with 4 C tiles (2 token
+ * blocks x 2 panels; tiles 0-3 C, 4-5 A, 6-7 B), so each loaded tile feeds 2
+ * TDPs, the B tiles come from L2 and a token block's activation rows are read
+ * from L3 once per 4 units instead of once per unit. Tails: a last block of 16 tokens uses one A tile;
  * fewer than 16 tokens reload the tile configuration with fewer rows (A and C),
  * and a unit of 1 or 3 groups configures 8-column B and C tiles, so nothing
  * is padded and nothing outside the output range is written.
@@ -38,7 +40,35 @@
  * sum|w a| against the double dot of the rounded values, plus 2^-15 sum|w a|
  * for F16.
  *
- * Speed: see the AMX section of docs/kernels.md / bench/bench_gemm.c.
+ * Quantized weights: each group is unpacked (cpu/repack.h) and decoded to F32
+ * by the AVX-512 decoders (the bits of quant/'s reference), then split into
+ * hi/lo B tiles by the same split_kblock as F16 weights (w = wh + wl: exact
+ * for Q4_0, whose values (q - 8) d have <= 15 significant bits; else wl is
+ * rounded, |w - wh - wl| <= 2^-17 |w|); activations are the F32 values split
+ * ah = bf16(a), al = bf16(a - ah) (|a - ah - al| <= 2^-18 |a|; no F16
+ * rounding, no Q8 quantization), same 3 TDPs. Per product the error is below
+ * (2^-17 + 2^-18 + 2^-18 + ...) |w a| < 2^-15 |w a|, plus the fp32
+ * accumulation: the F16 bound above, against the double dot of the decoded
+ * weights with the unrounded activations (tested). Far closer to exact F32
+ * than the gemm_x8 path, whose Q8 activations cost ~2^-9 relative per value
+ * (matmul nmse vs generic ~1.5e-5).
+ *
+ * Speed (bench_gemm K=2048, 256 rows, N=512, one thread, GMAC/s, same run):
+ * BF16 594 (AVX-512 gemm_x8 79), F16 229 (78); K=5632: 479 / 169. Measured
+ * steps: activation rows one cache line longer than their size (no 4 KiB
+ * stride between the 16 rows of an A tile; the matmul op does this): BF16
+ * 331 -> 466, F16 127 -> 178; 4 units per token block instead of 1: 466 ->
+ * 604, 175 -> 237. Tried and dropped: k-chunks of 2-16 blocks so a unit's B
+ * tiles stay in L1 with C tiles reloaded from s (all slower: 165-354 / 59-128).
+ * tinyllama pp512, 2 threads (noisy shared machine, best of 3, LAMINA_ISA=
+ * avx512 vs amx): BF16 136 -> 534 t/s, F16 131 -> 321 t/s.
+ * Quantized (same bench, N=512, AVX-512 VNNI gemm_x8 / panel): Q4_0 160 /
+ * 229, Q8_0 152 / 223, Q4_K 178 / 218, Q5_K 139 / 213, Q6_K 121 / 163 (its
+ * unpack costs about as much as the TMUL work); the per-call decode + split
+ * is ~1/3 of the time at N=128, so init_amx.c's thresholds are 128-320.
+ * tinyllama pp512, 2 threads, best of 4 interleaved (load average ~3.5 on 2
+ * cores: very noisy): Q4_0 122 -> 164 t/s, Q8_0 114 -> 159, Q4_K_M 141 -> 300
+ * (bimodal: 147-155 in 3 of 4 runs).
  */
 #include <immintrin.h>
 #include <string.h>
@@ -62,6 +92,22 @@ struct tile_cfg {
     uint8_t rows[16];
 };
 _Static_assert(sizeof(struct tile_cfg) == 64, "tile config is 64 bytes");
+
+/* A weight format: B-tile halves per panel and k-block (1: BF16, 2: hi/lo),
+ * its group conversion and token sweep, and for quantized types the group
+ * unpacker (cpu/repack.h) and the plain-row decoder used by the conversion. */
+struct wfmt;
+typedef void (*convert_fn)(const struct wfmt *w, const char *x, size_t group_bytes, int ng, int64_t nkb, char *b,
+                           char *work);
+typedef void (*sweep_fn)(int nu, int ng, const char *b, size_t ub, int64_t nkb, const char *y, size_t by, int64_t n,
+                         float *s, size_t ldc);
+struct wfmt {
+    int nh;
+    convert_fn convert;
+    sweep_fn sweep;
+    lm_repack_fn unpack;
+    lm_to_float_fn decode;
+};
 
 /* Tiles 0-3: C (token block t, panel q) = 2t + q; 4-5: A; 6-7: B of panel 0, 1.
  * rows: tokens per block (1..16); cols0/cols1: weight rows of panel 0/1 (8 or
@@ -114,8 +160,11 @@ static inline __attribute__((always_inline)) void transpose8(const char *src, si
 
 /* BF16: chunk j of a group = 8 rows x 8 words (word t: elements t, t + 8):
  * k-block kb = chunks 2kb, 2kb + 1 = pair-rows 0-7, 8-15 of the tile. */
-static void convert_bf16(const char *x, size_t group_bytes, int ng, int64_t nkb, char *b)
+static void convert_bf16(const struct wfmt *w, const char *x, size_t group_bytes, int ng, int64_t nkb, char *b,
+                         char *work)
 {
+    (void)w;
+    (void)work;
     for (int gi = 0; gi < ng; gi++) {
         const char *xg = x + (size_t)gi * group_bytes;
         for (int64_t kb = 0; kb < nkb; kb++) {
@@ -126,34 +175,77 @@ static void convert_bf16(const char *x, size_t group_bytes, int ng, int64_t nkb,
     }
 }
 
-/* F16: chunk j = 8 rows x 8 fp16 (16 bytes a row); k-block kb = chunks
- * 4kb..4kb+3. Each row's 32 values are split into hi/lo bf16 pairs (natural
- * order: word p = elements 2p, 2p + 1) in an 8-row x 16-word buffer per half,
- * then transposed into the tiles. */
-static void convert_f16(const char *x, size_t group_bytes, int ng, int64_t nkb, char *b)
+/* F32 rows -> hi/lo B tiles, shared by the F16 and the quantized weights:
+ * one 32-element k-block of 8 rows (row r at f + r ld) is split into w = wh +
+ * wl, wh = bf16(w) RNE, wl = bf16(w - wh) RNE (w - wh is exact in fp32; wl
+ * is exact too when w has at most 16 significant bits: F16, Q4_0), natural
+ * pair order (word p = elements 2p, 2p + 1) in an 8-row x 16-word buffer per
+ * half, then transposed into pair-rows 0-15 of the tiles hi and lo (which
+ * include the group's column offset). */
+static inline __attribute__((always_inline)) void split_kblock(const float *f, size_t ld, char *hi, char *lo)
 {
     char tmp[2][8 * 64] __attribute__((aligned(64)));
+    for (int r = 0; r < 8; r++) {
+        const __m512 f0 = _mm512_loadu_ps(f + (size_t)r * ld), f1 = _mm512_loadu_ps(f + (size_t)r * ld + 16);
+        const __m512i hb = (__m512i)_mm512_cvtne2ps_pbh(f1, f0); /* elements 0-15 low, 16-31 high */
+        const __m512 h0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(hb)), 16));
+        const __m512 h1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(hb, 1)), 16));
+        const __m512i lb = (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(f1, h1), _mm512_sub_ps(f0, h0));
+        _mm512_store_si512((__m512i *)(tmp[0] + r * 64), hb);
+        _mm512_store_si512((__m512i *)(tmp[1] + r * 64), lb);
+    }
+    transpose8(tmp[0], 64, hi, 64);
+    transpose8(tmp[0] + 32, 64, hi + 8 * 64, 64);
+    transpose8(tmp[1], 64, lo, 64);
+    transpose8(tmp[1] + 32, 64, lo + 8 * 64, 64);
+}
+
+/* The hi tile of k-block kb, group gi of a unit (nh = 2); lo follows at + TILE. */
+static inline char *split_tile(char *b, int64_t kb, int gi)
+{
+    return b + (size_t)((kb * 2 + gi / 2) * 2) * TILE + (size_t)(gi % 2) * 32;
+}
+
+/* F16: chunk j = 8 rows x 8 fp16 (16 bytes a row); k-block kb = chunks
+ * 4kb..4kb+3, widened to an 8 x 32 float block, then split. */
+static void convert_f16(const struct wfmt *w, const char *x, size_t group_bytes, int ng, int64_t nkb, char *b,
+                        char *work)
+{
+    (void)w;
+    (void)work;
+    float f[8 * 32] __attribute__((aligned(64)));
     for (int gi = 0; gi < ng; gi++) {
         const char *xg = x + (size_t)gi * group_bytes;
         for (int64_t kb = 0; kb < nkb; kb++) {
             for (int c = 0; c < 4; c++) {
                 const char *chunk = xg + (size_t)(4 * kb + c) * 128;
                 for (int r = 0; r < 8; r += 2) {
-                    const __m512 f = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(chunk + 16 * r)));
-                    const __m256i hb = (__m256i)_mm512_cvtneps_pbh(f);
-                    const __m512 h = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(hb), 16));
-                    const __m256i lb = (__m256i)_mm512_cvtneps_pbh(_mm512_sub_ps(f, h)); /* exact */
-                    _mm_storeu_si128((__m128i *)(tmp[0] + r * 64 + c * 16), _mm256_castsi256_si128(hb));
-                    _mm_storeu_si128((__m128i *)(tmp[0] + (r + 1) * 64 + c * 16), _mm256_extracti128_si256(hb, 1));
-                    _mm_storeu_si128((__m128i *)(tmp[1] + r * 64 + c * 16), _mm256_castsi256_si128(lb));
-                    _mm_storeu_si128((__m128i *)(tmp[1] + (r + 1) * 64 + c * 16), _mm256_extracti128_si256(lb, 1));
+                    const __m512 v = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(chunk + 16 * r)));
+                    _mm256_store_ps(f + r * 32 + c * 8, _mm512_castps512_ps256(v));
+                    _mm256_store_ps(f + (r + 1) * 32 + c * 8, _mm512_extractf32x8_ps(v, 1));
                 }
             }
-            for (int h = 0; h < 2; h++) {
-                char *tile = b + (size_t)((kb * 2 + gi / 2) * 2 + h) * TILE + (size_t)(gi % 2) * 32;
-                transpose8(tmp[h], 64, tile, 64);
-                transpose8(tmp[h] + 32, 64, tile + 8 * 64, 64);
-            }
+            char *tile = split_tile(b, kb, gi);
+            split_kblock(f, 32, tile, tile + TILE);
+        }
+    }
+}
+
+/* Quantized weights: each group is unpacked to its 8 plain rows and decoded
+ * to F32 (the AVX-512 decoders: the bits of quant/'s reference) in work
+ * (8 k floats, then the plain rows), then split k-block by k-block. */
+static void convert_quant(const struct wfmt *w, const char *x, size_t group_bytes, int ng, int64_t nkb, char *b,
+                          char *work)
+{
+    const int64_t k = nkb * KB;
+    float *f = (float *)work;
+    char *plain = work + (size_t)k * LM_REPACK_ROWS * sizeof(float);
+    for (int gi = 0; gi < ng; gi++) {
+        w->unpack(x + (size_t)gi * group_bytes, plain, LM_REPACK_ROWS, k);
+        w->decode(plain, f, LM_REPACK_ROWS * k);
+        for (int64_t kb = 0; kb < nkb; kb++) {
+            char *tile = split_tile(b, kb, gi);
+            split_kblock(f + kb * KB, (size_t)k, tile, tile + TILE);
         }
     }
 }
@@ -314,31 +406,30 @@ static int units(int64_t k, int nh)
     return u < 1 ? 1 : u > MAX_UNITS ? MAX_UNITS : (int)u;
 }
 
-typedef void (*convert_fn)(const char *x, size_t group_bytes, int ng, int64_t nkb, char *b);
-typedef void (*sweep_fn)(int nu, int ng, const char *b, size_t ub, int64_t nkb, const char *y, size_t by, int64_t n,
-                         float *s, size_t ldc);
-
 /* Both kernels: blocks of up to units() x 4 groups: convert, then sweep the
- * full units together and a partial last unit (1-3 groups) alone. */
-static void panel(int nh, convert_fn convert, sweep_fn sweep, int64_t k, int64_t n_groups, size_t group_bytes,
-                  float *s, size_t ldc, const char *x, const char *y, size_t by, int64_t n, char *scratch)
+ * full units together and a partial last unit (1-3 groups) alone. work: the
+ * quantized decode rows, after the B tiles. */
+static void panel(const struct wfmt *w, int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc,
+                  const char *x, const char *y, size_t by, int64_t n, char *scratch)
 {
-    const int64_t nkb = k / KB, step = (int64_t)units(k, nh) * UNIT_GROUPS;
-    const size_t ub = unit_bytes(k, nh);
+    const int64_t nkb = k / KB, step = (int64_t)units(k, w->nh) * UNIT_GROUPS;
+    const size_t ub = unit_bytes(k, w->nh);
+    char *work = scratch + (size_t)units(k, w->nh) * ub;
     for (int64_t g = 0; g < n_groups; g += step) {
         const int64_t ng = n_groups - g < step ? n_groups - g : step;
         const int full = (int)(ng / UNIT_GROUPS), rest = (int)(ng % UNIT_GROUPS);
         for (int u = 0; u <= full; u++) {
             const int ngu = u < full ? UNIT_GROUPS : rest;
             if (ngu)
-                convert(x + (size_t)(g + u * UNIT_GROUPS) * group_bytes, group_bytes, ngu, nkb, scratch + u * ub);
+                w->convert(w, x + (size_t)(g + u * UNIT_GROUPS) * group_bytes, group_bytes, ngu, nkb,
+                           scratch + u * ub, work);
         }
         MEM_BARRIER();
         float *sg = s + (size_t)g * LM_REPACK_ROWS;
         if (full)
-            sweep(full, UNIT_GROUPS, scratch, ub, nkb, y, by, n, sg, ldc);
+            w->sweep(full, UNIT_GROUPS, scratch, ub, nkb, y, by, n, sg, ldc);
         if (rest)
-            sweep(1, rest, scratch + (size_t)full * ub, ub, nkb, y, by, n, sg + (size_t)full * 32, ldc);
+            w->sweep(1, rest, scratch + (size_t)full * ub, ub, nkb, y, by, n, sg + (size_t)full * 32, ldc);
         MEM_BARRIER();
     }
     _tile_release();
@@ -348,20 +439,44 @@ static void panel(int nh, convert_fn convert, sweep_fn sweep, int64_t k, int64_t
 void gemm_panel_bf16x8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc, const void *x,
                            const void *y, size_t by, int64_t n, void *scratch)
 {
-    panel(1, convert_bf16, sweep_bf16, k, n_groups, group_bytes, s, ldc, x, y, by, n, scratch);
+    static const struct wfmt w = {1, convert_bf16, sweep_bf16, NULL, NULL};
+    panel(&w, k, n_groups, group_bytes, s, ldc, x, y, by, n, scratch);
 }
 
 /* Contract: kernels.h lm_gemm_panel_fn (y: panel_from_float_f16_amx rows). */
 void gemm_panel_f16x8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc, const void *x,
                           const void *y, size_t by, int64_t n, void *scratch)
 {
-    panel(2, convert_f16, sweep_f16, k, n_groups, group_bytes, s, ldc, x, y, by, n, scratch);
+    static const struct wfmt w = {2, convert_f16, sweep_f16, NULL, NULL};
+    panel(&w, k, n_groups, group_bytes, s, ldc, x, y, by, n, scratch);
 }
 
 /* The B tiles of units(k) units: per unit 2 panels x k/32 blocks x 1 KiB (x 2
  * for F16's hi and lo). */
 size_t gemm_panel_bf16x8_scratch_amx(int64_t k) { return (size_t)units(k, 1) * unit_bytes(k, 1); }
 size_t gemm_panel_f16x8_scratch_amx(int64_t k) { return (size_t)units(k, 2) * unit_bytes(k, 2); }
+
+/* Quantized weights (activations: panel_from_float_f32_amx rows): the hi/lo
+ * tiles and sweep of F16, the groups decoded by convert_quant; scratch = the
+ * tiles, 8 decoded F32 rows and the 8 plain rows of one group. */
+#define PANEL_QUANT(name, TYPE, unpack_fn, decode_fn)                                                              \
+    void gemm_panel_##name##_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc,         \
+                                 const void *x, const void *y, size_t by, int64_t n, void *scratch)             \
+    {                                                                                                          \
+        static const struct wfmt w = {2, convert_quant, sweep_f16, unpack_fn, decode_fn};                      \
+        panel(&w, k, n_groups, group_bytes, s, ldc, x, y, by, n, scratch);                                     \
+    }                                                                                                          \
+    size_t gemm_panel_##name##_scratch_amx(int64_t k)                                                          \
+    {                                                                                                          \
+        return gemm_panel_f16x8_scratch_amx(k) + (size_t)k * LM_REPACK_ROWS * sizeof(float) +                  \
+               lm_row_size(TYPE, k) * LM_REPACK_ROWS;                                                          \
+    }
+
+PANEL_QUANT(q4_0x8, LM_TYPE_Q4_0, lm_unpack_q4_0x8, dequantize_row_q4_0_avx512)
+PANEL_QUANT(q8_0x8, LM_TYPE_Q8_0, lm_unpack_q8_0x8, dequantize_row_q8_0_avx512)
+PANEL_QUANT(q4_Kx8, LM_TYPE_Q4_K, lm_unpack_q4_Kx8, dequantize_row_q4_K_avx512)
+PANEL_QUANT(q5_Kx8, LM_TYPE_Q5_K, lm_unpack_q5_Kx8, dequantize_row_q5_K_avx512)
+PANEL_QUANT(q6_Kx8, LM_TYPE_Q6_K, lm_unpack_q6_Kx8, dequantize_row_q6_K_avx512)
 
 /* ---- activation encoders ---- */
 
@@ -385,23 +500,32 @@ void panel_from_float_bf16_amx(const float *x, void *y, int64_t n)
     }
 }
 
-/* F16-rounded activations split into bf16 hi (y[0..n)) and lo (y[n..2n)):
- * hi = bf16(f) RNE, lo = f - hi (exact), f = fp16(x) RNE. Any n. */
-void panel_from_float_f16_amx(const float *x, void *y, int64_t n)
+/* Activations split into bf16 hi (y[0..n)) and lo (y[n..2n)): f = fp16(x)
+ * RNE when f16 (then lo = f - hi exactly), else f = x (lo = bf16(x - hi)
+ * RNE); hi = bf16(f) RNE. The vector body's conversions treat subnormal
+ * inputs as zero (values below 2^-126). Any n. */
+static inline __attribute__((always_inline)) void split_act(const float *x, void *y, int64_t n, bool f16)
 {
     lm_bf16 *hi = y, *lo = hi + n;
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        const __m256i h16 = _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        const __m512 f = _mm512_cvtph_ps(h16);
+        __m512 f = _mm512_loadu_ps(x + i);
+        if (f16)
+            f = _mm512_cvtph_ps(_mm512_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
         const __m256i hb = (__m256i)_mm512_cvtneps_pbh(f);
         const __m512 h = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(hb), 16));
         _mm256_storeu_si256((__m256i *)(hi + i), hb);
         _mm256_storeu_si256((__m256i *)(lo + i), (__m256i)_mm512_cvtneps_pbh(_mm512_sub_ps(f, h)));
     }
     for (; i < n; i++) {
-        const float f = lm_fp16_to_fp32(lm_fp32_to_fp16(x[i]));
+        const float f = f16 ? lm_fp16_to_fp32(lm_fp32_to_fp16(x[i])) : x[i];
         hi[i] = lm_fp32_to_bf16(f);
         lo[i] = lm_fp32_to_bf16(f - lm_bf16_to_fp32(hi[i]));
     }
 }
+
+/* F16 weights' activation rows (kernels.h). */
+void panel_from_float_f16_amx(const float *x, void *y, int64_t n) { split_act(x, y, n, true); }
+
+/* Quantized weights' activation rows: x itself split (kernels.h). */
+void panel_from_float_f32_amx(const float *x, void *y, int64_t n) { split_act(x, y, n, false); }

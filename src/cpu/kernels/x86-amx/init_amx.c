@@ -2,8 +2,8 @@
  * when the AVX-512 level is available, cpuid reports AMX-TILE, AMX-BF16 and
  * AVX512_BF16, XCR0 has the tile state and Linux granted it to the process).
  * The table starts as a copy of the AVX-512 table; this level only adds the
- * panel GEMM of F16 and BF16 weights (prompt processing); token generation
- * and small batches keep the AVX-512 gemm_x8 kernels.
+ * panel GEMM of F16, BF16 and quantized weights (prompt processing); token
+ * generation and small batches keep the AVX-512 gemm_x8 kernels.
  */
 #include "cpu/kernels/kernels.h"
 
@@ -13,19 +13,47 @@
  * 60, N=32 77 / 81, N=48 72 / 103, N=64 77 / 127. */
 #define PANEL_MIN_N_BF16 16
 #define PANEL_MIN_N_F16 32
+/* Quantized weights: the AVX-512 gemm_x8 is VNNI int8 (150-190 GMAC/s) and
+ * the panel pays a per-call decode + hi/lo split of its weights (~1/3 of its
+ * time at N=128), so it wins only for larger N. Same bench, two or three runs,
+ * gemm_x8 / panel: Q4_0 N=96 162 / 148, N=128 163 / 165, N=192 163 / 188,
+ * N=512 160 / 229; Q8_0 N=96 152 / 151, N=128 155 / 170, N=512 152 / 223;
+ * Q5_K N=96 133 / 129, N=128 136 / 160, N=512 139 / 213; Q4_K N=192 189 /
+ * 196, N=256 194 / 193, N=320 179 / 226, N=512 178 / 218; Q6_K (its unpack is
+ * slow) N=256 133 / 133, N=320 134 / 159, N=512 121 / 163. Q2_K and Q3_K
+ * (slower unpacks) lose at every N up to 384 (Q2_K 166-187 / 33-128, Q3_K
+ * 124-131 / 20-87): no panel for them. */
+#define PANEL_MIN_N_Q4_0 128
+#define PANEL_MIN_N_Q8_0 128
+#define PANEL_MIN_N_Q4_K 320
+#define PANEL_MIN_N_Q5_K 128
+#define PANEL_MIN_N_Q6_K 320
+
+static void set_panel(struct lm_cpu_type_kernels *t, lm_gemm_panel_fn fn, enum lm_type vt, lm_from_float_fn enc,
+                      lm_gemm_panel_scratch_fn scratch, int64_t min_n)
+{
+    t->gemm_panel = fn;
+    t->panel_vt = vt;
+    t->panel_from_float = enc;
+    t->panel_scratch = scratch;
+    t->panel_min_n = min_n;
+}
 
 /* Overrides the AMX slots of k (a copy of the AVX-512 table). */
 void lm_cpu_kernels_init_amx(struct lm_cpu_kernels *k)
 {
-    struct lm_cpu_type_kernels *bf = &k->type[LM_TYPE_BF16], *h = &k->type[LM_TYPE_F16];
-    bf->gemm_panel = gemm_panel_bf16x8_amx;
-    bf->panel_vt = LM_TYPE_BF16;
-    bf->panel_from_float = panel_from_float_bf16_amx;
-    bf->panel_scratch = gemm_panel_bf16x8_scratch_amx;
-    bf->panel_min_n = PANEL_MIN_N_BF16;
-    h->gemm_panel = gemm_panel_f16x8_amx;
-    h->panel_vt = LM_TYPE_F32;
-    h->panel_from_float = panel_from_float_f16_amx;
-    h->panel_scratch = gemm_panel_f16x8_scratch_amx;
-    h->panel_min_n = PANEL_MIN_N_F16;
+    struct lm_cpu_type_kernels *t = k->type;
+    set_panel(&t[LM_TYPE_BF16], gemm_panel_bf16x8_amx, LM_TYPE_BF16, panel_from_float_bf16_amx,
+              gemm_panel_bf16x8_scratch_amx, PANEL_MIN_N_BF16);
+    set_panel(&t[LM_TYPE_F16], gemm_panel_f16x8_amx, LM_TYPE_F32, panel_from_float_f16_amx,
+              gemm_panel_f16x8_scratch_amx, PANEL_MIN_N_F16);
+#define QUANT(T, name, min_n) \
+    set_panel(&t[T], gemm_panel_##name##_amx, LM_TYPE_F32, panel_from_float_f32_amx, gemm_panel_##name##_scratch_amx, \
+              min_n)
+    QUANT(LM_TYPE_Q4_0, q4_0x8, PANEL_MIN_N_Q4_0);
+    QUANT(LM_TYPE_Q8_0, q8_0x8, PANEL_MIN_N_Q8_0);
+    QUANT(LM_TYPE_Q4_K, q4_Kx8, PANEL_MIN_N_Q4_K);
+    QUANT(LM_TYPE_Q5_K, q5_Kx8, PANEL_MIN_N_Q5_K);
+    QUANT(LM_TYPE_Q6_K, q6_Kx8, PANEL_MIN_N_Q6_K);
+#undef QUANT
 }

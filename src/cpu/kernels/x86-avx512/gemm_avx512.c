@@ -32,8 +32,19 @@
  * are copied into small stack tables first (scalar, off the vector ports), so
  * the block loop loads 16 columns' scales with one vector load.
  *
- * Measured (bench/bench_gemm, 1 thread, K=4096, 256 rows, 64 columns, same
- * run, GMAC/s): see docs/kernels.md "AVX-512 integer GEMM".
+ * One column (token generation) goes to the AVX2 kernel (same bits; a pair
+ * would compute the column twice: 48 vs 70 GMAC/s in cache).
+ *
+ * Measured (Sapphire Rapids, bench/bench_gemm 4096 256 64, 1 thread, same
+ * run, GMAC/s, AVX2 -> AVX-512): Q4_0 104 -> 170, Q8_0 69-70 -> 158-162 (K-quants:
+ * gemm_kquant_avx512.c). Tried: the offset table built with scalar stores
+ * of the fp16 d's (a vector load of fresh 2-byte stores stalls forwarding:
+ * 120 GMAC/s; double-buffered 130; one vpgatherdd per block: 165-170);
+ * Q4_0 folded by vpermt2d as Q8_0 (same speed as the pack + vpmaddwd kept,
+ * which needs one op less); the dpbusd loop with the 4 weight registers outer
+ * and 16 column accumulators (no gain). The remaining cost is per block and
+ * column: the fold, conversion, scale and FMA (about as many uops as the 4
+ * vpdpbusd), so Q4_0/Q8_0 run at ~50 % of the vpdpbusd peak.
  */
 #include <immintrin.h>
 #include <stdint.h>
@@ -222,7 +233,9 @@ static inline __attribute__((always_inline)) void legacy_pairs(bool q8, int64_t 
     {                                                                                                             \
         const int64_t nb = k / LM_QK;                                                                             \
         const char *yy = y;                                                                                       \
-        if ((size_t)(nc - 1) * by > (size_t)INT32_MAX) { /* gather indices: never for real rows */              \
+        /* one column (token generation): the AVX2 kernel, same bits and faster in cache (a pair would  \
+         * compute the column twice); gather indices beyond int32: never for real rows */                  \
+        if (nc == 1 || (size_t)(nc - 1) * by > (size_t)INT32_MAX) {                                              \
             FALLBACK(k, s, ldc, x, y, by, ysum, nc);                                                              \
             return;                                                                                               \
         }                                                                                                         \
