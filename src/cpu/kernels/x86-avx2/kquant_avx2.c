@@ -15,6 +15,7 @@
  */
 #include "avx2_util.h"
 #include "cpu/kernels/kernels.h"
+#include "cpu/kernels/x86_kquant_scales.h"
 #include "quant/blocks.h"
 
 static inline __m256i load_y(const struct lm_block_q8_K *y, int off)
@@ -90,18 +91,7 @@ void vec_dot_q2_K_q8_K_avx2(int64_t n, float *s, const void *vx, const void *vy)
 }
 
 /* The 16 signed 6-bit Q3_K scales (stored + 32) as int16. */
-static inline __m256i q3_K_scales(const uint8_t *sc)
-{
-    uint64_t lo;
-    uint32_t hi;
-    memcpy(&lo, sc, 8);
-    memcpy(&hi, sc + 8, 4);
-    const uint64_t m2 = 0x03030303u, m4 = 0x0F0F0F0F0F0F0F0FULL;
-    const uint64_t h0 = (hi & m2) | ((hi >> 2) & m2) << 32;        /* top bits of scales 0..7 */
-    const uint64_t h1 = ((hi >> 4) & m2) | ((hi >> 6) & m2) << 32; /* of scales 8..15 */
-    const __m128i s8 = _mm_set_epi64x((long long)(((lo >> 4) & m4) | h1 << 4), (long long)((lo & m4) | h0 << 4));
-    return _mm256_cvtepi8_epi16(_mm_sub_epi8(s8, _mm_set1_epi8(32)));
-}
+static inline __m256i q3_K_scales(const uint8_t *sc) { return _mm256_cvtepi8_epi16(x86_q3_K_scales(sc)); }
 
 /* Contract: kernels.h. */
 void vec_dot_q3_K_q8_K_avx2(int64_t n, float *s, const void *vx, const void *vy)
@@ -179,15 +169,7 @@ void vec_dot_q6_K_q8_K_avx2(int64_t n, float *s, const void *vx, const void *vy)
  * mins (int16, 128 bits) of a Q4_K / Q5_K block (lm_quant_scale_min_k4). */
 static inline void k4_scales(const uint8_t *q, __m256i *sc, __m128i *mn)
 {
-    uint64_t w01;
-    uint32_t w2;
-    memcpy(&w01, q, 8);
-    memcpy(&w2, q + 8, 4);
-    const uint64_t m6 = 0x3F3F3F3F3F3F3F3FULL, m4 = 0x0F0F0F0F0F0F0F0FULL, m2 = 0x0303030303030303ULL;
-    const uint64_t a = w01 & m6;                                        /* scales 0..3, mins 0..3 */
-    const uint64_t hi = (((uint64_t)w2 | (uint64_t)w2 << 28) & m4) | ((w01 >> 6) & m2) << 4; /* 4..7 of each */
-    const uint64_t scales = (a & 0xFFFFFFFFu) | hi << 32, mins = (a >> 32) | (hi & 0xFFFFFFFF00000000ULL);
-    const __m256i both = _mm256_cvtepu8_epi16(_mm_set_epi64x((long long)mins, (long long)scales));
+    const __m256i both = _mm256_cvtepu8_epi16(x86_k4_scales_mins(q));
     *sc = _mm256_permute4x64_epi64(both, 0x44);
     *mn = _mm256_extracti128_si256(both, 1);
 }

@@ -29,6 +29,7 @@
  */
 #include "avx512_util.h"
 #include "cpu/kernels/kernels.h"
+#include "cpu/kernels/x86_kquant_scales.h"
 #include "quant/blocks.h"
 
 static inline __m512i load_y64(const struct lm_block_q8_K *y, int off)
@@ -109,19 +110,6 @@ void vec_dot_q2_K_q8_K_avx512(int64_t n, float *s, const void *vx, const void *v
     *s = avx512_hsum_ps(acc) - avx512_hsum_ps256(accm);
 }
 
-/* The 16 signed 6-bit Q3_K scales (stored + 32) as int8 - 32. */
-static inline __m128i q3_K_scales(const uint8_t *sc)
-{
-    uint64_t lo;
-    uint32_t hi;
-    memcpy(&lo, sc, 8);
-    memcpy(&hi, sc + 8, 4);
-    const uint64_t m2 = 0x03030303u, m4 = 0x0F0F0F0F0F0F0F0FULL;
-    const uint64_t h0 = (hi & m2) | ((hi >> 2) & m2) << 32;        /* top bits of scales 0..7 */
-    const uint64_t h1 = ((hi >> 4) & m2) | ((hi >> 6) & m2) << 32; /* of scales 8..15 */
-    const __m128i s8 = _mm_set_epi64x((long long)(((lo >> 4) & m4) | h1 << 4), (long long)((lo & m4) | h0 << 4));
-    return _mm_sub_epi8(s8, _mm_set1_epi8(32));
-}
 
 /* Contract: kernels.h. */
 void vec_dot_q3_K_q8_K_avx512(int64_t n, float *s, const void *vx, const void *vy)
@@ -133,7 +121,7 @@ void vec_dot_q3_K_q8_K_avx512(int64_t n, float *s, const void *vx, const void *v
     for (int64_t b = 0; b < n / LM_QK_K; b++) {
         avx512_prefetch(&x[b], sizeof x[b]);
         const float d = avx512_f16(x[b].d) * y[b].d;
-        const __m128i s8 = q3_K_scales(x[b].scales);
+        const __m128i s8 = x86_q3_K_scales(x[b].scales);
         const __m512i sc = signed_scales(s8);
         /* codes are (2 low bits | high bit << 2) - 4: the -4 goes through bsums */
         const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(_mm256_cvtepi8_epi16(s8), load_bsums(&y[b])), 2);
@@ -190,15 +178,7 @@ void vec_dot_q6_K_q8_K_avx512(int64_t n, float *s, const void *vx, const void *v
  * int16 pairs [m0 m0 m1 m1 ...] for a madd with the 16 bsums. */
 static inline void k4_scales(const uint8_t *q, __m512i *sc, __m256i *mn2)
 {
-    uint64_t w01;
-    uint32_t w2;
-    memcpy(&w01, q, 8);
-    memcpy(&w2, q + 8, 4);
-    const uint64_t top = (w01 >> 6) & 0x0303030303030303ULL; /* bits 6..7 of bytes 0..7 */
-    const uint64_t lo4 = w2 & 0x0F0F0F0Fu, hi4 = (w2 >> 4) & 0x0F0F0F0Fu;
-    const uint64_t scales = (w01 & 0x3F3F3F3Fu) | (lo4 | (top & 0xFFFFFFFFu) << 4) << 32;
-    const uint64_t mins = ((w01 >> 32) & 0x3F3F3F3Fu) | (hi4 | (top >> 32) << 4) << 32;
-    const __m128i v = _mm_set_epi64x((long long)mins, (long long)scales);
+    const __m128i v = x86_k4_scales_mins(q);
     *sc = _mm512_cvtepu8_epi32(_mm_unpacklo_epi64(v, v));
     *mn2 = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(v, v));
 }
