@@ -141,6 +141,29 @@ struct lm_cpu_kernels {
     enum lm_cpu_isa to_float_isa[LM_TYPE_COUNT];
 };
 
+/* Slot setters for the ISA inits: they record the table's own level (k->isa,
+ * set before its init runs) as the filler. A new vec_dot drops any
+ * vec_dot_rows of a lower level (it must match the vec_dot bit for bit);
+ * set one after it where the level has one. */
+static inline void lm_cpu_set_dot(struct lm_cpu_kernels *k, enum lm_type t, lm_vec_dot_fn fn)
+{
+    k->type[t].vec_dot = fn;
+    k->type[t].vec_dot_rows = NULL;
+    k->vec_dot_isa[t] = k->isa;
+}
+
+static inline void lm_cpu_set_from(struct lm_cpu_kernels *k, enum lm_type t, lm_from_float_fn fn)
+{
+    k->type[t].from_float = fn;
+    k->from_float_isa[t] = k->isa;
+}
+
+static inline void lm_cpu_set_to(struct lm_cpu_kernels *k, enum lm_type t, lm_to_float_fn fn)
+{
+    k->type[t].to_float = fn;
+    k->to_float_isa[t] = k->isa;
+}
+
 /* The table of the active ISA level (never NULL). Thread-safe. */
 const struct lm_cpu_kernels *lm_cpu_kernels(void);
 /* The table of level `isa`, or NULL when this build or this CPU lacks it.

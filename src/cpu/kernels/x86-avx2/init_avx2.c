@@ -3,55 +3,34 @@
  * here keep their generic kernels. */
 #include "cpu/kernels/kernels.h"
 
-/* A new vec_dot drops any vec_dot_rows of a lower level (it must match the
- * vec_dot bit for bit); set one after this where this level has it. */
-static void set_dot(struct lm_cpu_kernels *k, enum lm_type t, lm_vec_dot_fn fn)
-{
-    k->type[t].vec_dot = fn;
-    k->type[t].vec_dot_rows = NULL;
-    k->vec_dot_isa[t] = LM_ISA_AVX2;
-}
-
-static void set_from(struct lm_cpu_kernels *k, enum lm_type t, lm_from_float_fn fn)
-{
-    k->type[t].from_float = fn;
-    k->from_float_isa[t] = LM_ISA_AVX2;
-}
-
-static void set_to(struct lm_cpu_kernels *k, enum lm_type t, lm_to_float_fn fn)
-{
-    k->type[t].to_float = fn;
-    k->to_float_isa[t] = LM_ISA_AVX2;
-}
-
 /* Overrides the AVX2 slots of k (a copy of the generic table). */
 void lm_cpu_kernels_init_avx2(struct lm_cpu_kernels *k)
 {
-    set_dot(k, LM_TYPE_F32, vec_dot_f32_avx2);
-    set_dot(k, LM_TYPE_F16, vec_dot_f16_avx2);
+    lm_cpu_set_dot(k, LM_TYPE_F32, vec_dot_f32_avx2);
+    lm_cpu_set_dot(k, LM_TYPE_F16, vec_dot_f16_avx2);
     k->type[LM_TYPE_F16].vec_dot_rows = vec_dot_rows_f16_avx2;
-    set_dot(k, LM_TYPE_BF16, vec_dot_bf16_avx2);
-    set_dot(k, LM_TYPE_Q4_0, vec_dot_q4_0_q8_0_avx2);
-    set_dot(k, LM_TYPE_Q4_1, vec_dot_q4_1_q8_1_avx2);
-    set_dot(k, LM_TYPE_Q5_0, vec_dot_q5_0_q8_0_avx2);
-    set_dot(k, LM_TYPE_Q5_1, vec_dot_q5_1_q8_1_avx2);
-    set_dot(k, LM_TYPE_Q8_0, vec_dot_q8_0_q8_0_avx2);
-    set_dot(k, LM_TYPE_Q2_K, vec_dot_q2_K_q8_K_avx2);
-    set_dot(k, LM_TYPE_Q3_K, vec_dot_q3_K_q8_K_avx2);
-    set_dot(k, LM_TYPE_Q4_K, vec_dot_q4_K_q8_K_avx2);
-    set_dot(k, LM_TYPE_Q5_K, vec_dot_q5_K_q8_K_avx2);
-    set_dot(k, LM_TYPE_Q6_K, vec_dot_q6_K_q8_K_avx2);
+    lm_cpu_set_dot(k, LM_TYPE_BF16, vec_dot_bf16_avx2);
+    lm_cpu_set_dot(k, LM_TYPE_Q4_0, vec_dot_q4_0_q8_0_avx2);
+    lm_cpu_set_dot(k, LM_TYPE_Q4_1, vec_dot_q4_1_q8_1_avx2);
+    lm_cpu_set_dot(k, LM_TYPE_Q5_0, vec_dot_q5_0_q8_0_avx2);
+    lm_cpu_set_dot(k, LM_TYPE_Q5_1, vec_dot_q5_1_q8_1_avx2);
+    lm_cpu_set_dot(k, LM_TYPE_Q8_0, vec_dot_q8_0_q8_0_avx2);
+    lm_cpu_set_dot(k, LM_TYPE_Q2_K, vec_dot_q2_K_q8_K_avx2);
+    lm_cpu_set_dot(k, LM_TYPE_Q3_K, vec_dot_q3_K_q8_K_avx2);
+    lm_cpu_set_dot(k, LM_TYPE_Q4_K, vec_dot_q4_K_q8_K_avx2);
+    lm_cpu_set_dot(k, LM_TYPE_Q5_K, vec_dot_q5_K_q8_K_avx2);
+    lm_cpu_set_dot(k, LM_TYPE_Q6_K, vec_dot_q6_K_q8_K_avx2);
 
     /* activation encoders (dot types) and row conversions */
-    set_from(k, LM_TYPE_Q8_0, quantize_row_q8_0_avx2);
-    set_from(k, LM_TYPE_Q8_1, quantize_row_q8_1_avx2);
-    set_from(k, LM_TYPE_Q8_K, quantize_row_q8_K_avx2);
-    set_from(k, LM_TYPE_F16, fp32_to_fp16_row_avx2);
-    set_from(k, LM_TYPE_BF16, fp32_to_bf16_row_avx2);
-    set_to(k, LM_TYPE_F16, fp16_to_fp32_row_avx2);
-    set_to(k, LM_TYPE_BF16, bf16_to_fp32_row_avx2);
-    set_to(k, LM_TYPE_Q4_0, dequantize_row_q4_0_avx2);
-    set_to(k, LM_TYPE_Q8_0, dequantize_row_q8_0_avx2);
+    lm_cpu_set_from(k, LM_TYPE_Q8_0, quantize_row_q8_0_avx2);
+    lm_cpu_set_from(k, LM_TYPE_Q8_1, quantize_row_q8_1_avx2);
+    lm_cpu_set_from(k, LM_TYPE_Q8_K, quantize_row_q8_K_avx2);
+    lm_cpu_set_from(k, LM_TYPE_F16, fp32_to_fp16_row_avx2);
+    lm_cpu_set_from(k, LM_TYPE_BF16, fp32_to_bf16_row_avx2);
+    lm_cpu_set_to(k, LM_TYPE_F16, fp16_to_fp32_row_avx2);
+    lm_cpu_set_to(k, LM_TYPE_BF16, bf16_to_fp32_row_avx2);
+    lm_cpu_set_to(k, LM_TYPE_Q4_0, dequantize_row_q4_0_avx2);
+    lm_cpu_set_to(k, LM_TYPE_Q8_0, dequantize_row_q8_0_avx2);
     k->exp_sum = exp_sum_avx2;
-    k->exp_sum_isa = LM_ISA_AVX2;
+    k->exp_sum_isa = k->isa;
 }
