@@ -9,6 +9,7 @@
 
 #include "backend/backend.h"
 #include "core/log.h"
+#include "core/memory.h"
 
 #define HOST_ALIGN 64
 
@@ -200,7 +201,7 @@ static lm_status host_alloc(lm_buft buft, size_t size, struct lm_buffer **out)
         return LM_ERR_NOMEM;
     void *mem = NULL;
     if (rounded) {
-        mem = aligned_alloc(HOST_ALIGN, rounded);
+        mem = lm_alloc_large(rounded, HOST_ALIGN);
         if (!mem) {
             LM_LOG_ERR("host buffer: cannot allocate %zu bytes\n", size);
             return LM_ERR_NOMEM;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/memory.h"
 #include "cpu/cpu.h"
 #include "cpu/repack.h"
 
@@ -104,7 +105,7 @@ static bool rp_is_host(lm_buft buft) { return false; } /* data is not in the pla
 static lm_status rp_alloc(lm_buft buft, size_t size, struct lm_buffer **out)
 {
     size_t rounded = (size + 63) & ~(size_t)63;
-    void *mem = rounded ? aligned_alloc(64, rounded) : NULL;
+    void *mem = rounded ? lm_alloc_large(rounded, 64) : NULL;
     if (rounded && !mem)
         return LM_ERR_NOMEM;
     struct lm_buffer *b = lm_buffer_init(buft, rp_buffer_i, mem, size);

@@ -1,0 +1,36 @@
+/* memory.c - large buffers on huge pages where the system offers them. */
+#include "core/memory.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+#define HUGE_PAGE ((size_t)2 << 20)
+
+static int hugepages_wanted(void)
+{
+    const char *e = getenv("LAMINA_HUGEPAGES");
+    return !(e && e[0] == '0');
+}
+
+void *lm_alloc_large(size_t size, size_t align)
+{
+    if (size == 0)
+        return NULL;
+    if (size < HUGE_PAGE || !hugepages_wanted()) {
+        const size_t rounded = (size + align - 1) & ~(align - 1);
+        return rounded < size ? NULL : aligned_alloc(align, rounded);
+    }
+    const size_t rounded = (size + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+    if (rounded < size)
+        return NULL;
+    void *p = aligned_alloc(HUGE_PAGE, rounded);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (p)
+        (void)madvise(p, rounded, MADV_HUGEPAGE); /* advice only: failure leaves 4 KiB pages */
+#endif
+    return p;
+}
