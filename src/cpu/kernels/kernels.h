@@ -227,14 +227,13 @@ size_t gemm_panel_bf16x8_scratch_amx(int64_t k);
 size_t gemm_panel_f16x8_scratch_amx(int64_t k);
 void panel_from_float_bf16_amx(const float *x, void *y, int64_t n); /* n a multiple of 16 */
 void panel_from_float_f16_amx(const float *x, void *y, int64_t n);  /* any n */
-/* Quantized weights (q4_0x8, q8_0x8, q4_Kx8, q5_Kx8, q6_Kx8): each group unpacked
- * and decoded to F32 (the AVX-512 decoders) in the scratch, then split into
- * hi/lo B tiles as F16 weights (exact for Q4_0; others lose < 2^-17 |w|);
- * activations are the F32 values split into ah = bf16(a), al = bf16(a - ah)
- * (no F16 rounding, no Q8 quantization; panel_from_float_f32_amx, the F16
- * row layout, panel_vt F32). Per product w a ~ wh ah + wh al + wl ah, error
- * < 2^-15 |w a| plus fp32 accumulation (the F16 bound), far below the Q8
- * activation error of the gemm_x8 path. */
+/* Quantized weights (q4_0x8, q8_0x8, q4_Kx8, q5_Kx8, q6_Kx8): each group's
+ * k-range unpacked and decoded to F32 (the AVX-512 decoders) in the scratch,
+ * then rounded to BF16 (RNE) B tiles; activations are BF16 rows (RNE, natural
+ * order: the level's BF16 from_float; panel_vt BF16); one TDP per k-block.
+ * Per product the error is below 2^-8 |w a| (each factor within 2^-9) plus
+ * fp32 accumulation: more precise than the gemm_x8 path, whose Q8
+ * activations carry up to 2^-8 of their block's largest value. */
 #define LM_PANEL_QUANT_DECL(name)                                                                                 \
     void gemm_panel_##name##_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc,         \
                                  const void *x, const void *y, size_t by, int64_t n, void *scratch);            \
@@ -245,7 +244,6 @@ LM_PANEL_QUANT_DECL(q4_Kx8)
 LM_PANEL_QUANT_DECL(q5_Kx8)
 LM_PANEL_QUANT_DECL(q6_Kx8)
 #undef LM_PANEL_QUANT_DECL
-void panel_from_float_f32_amx(const float *x, void *y, int64_t n); /* any n */
 
 /* The AVX2 kernels, declared here so tests and benches can call them by name
  * (only present in builds with LM_HAVE_X86_AVX2; call only when

@@ -99,8 +99,8 @@ _Static_assert(sizeof(struct tile_cfg) == 64, "tile config is 64 bytes");
 struct wfmt;
 typedef void (*convert_fn)(const struct wfmt *w, const char *x, size_t group_bytes, int ng, int64_t nkb, char *b,
                            char *work);
-typedef void (*sweep_fn)(int nu, int ng, const char *b, size_t ub, int64_t nkb, const char *y, size_t by, int64_t n,
-                         float *s, size_t ldc);
+typedef void (*sweep_fn)(int nu, int ng, const char *b, size_t ub, int64_t nkb, const char *y, size_t by, size_t lo,
+                         int64_t n, bool acc, float *s, size_t ldc);
 struct wfmt {
     int nh;
     convert_fn convert;
@@ -231,9 +231,24 @@ static void convert_f16(const struct wfmt *w, const char *x, size_t group_bytes,
     }
 }
 
-/* Quantized weights: each group is unpacked to its 8 plain rows and decoded
- * to F32 (the AVX-512 decoders: the bits of quant/'s reference) in work
- * (8 k floats, then the plain rows), then split k-block by k-block. */
+/* One 32-element k-block of 8 F32 rows (row r at f + r ld) rounded to BF16
+ * (RNE), natural pair order, transposed into pair-rows 0-15 of tile t (which
+ * includes the group's column offset). */
+static inline __attribute__((always_inline)) void round_kblock(const float *f, size_t ld, char *t)
+{
+    char tmp[8 * 64] __attribute__((aligned(64)));
+    for (int r = 0; r < 8; r++) {
+        const __m512 f0 = _mm512_loadu_ps(f + (size_t)r * ld), f1 = _mm512_loadu_ps(f + (size_t)r * ld + 16);
+        _mm512_store_si512((__m512i *)(tmp + r * 64), (__m512i)_mm512_cvtne2ps_pbh(f1, f0));
+    }
+    transpose8(tmp, 64, t, 64);
+    transpose8(tmp + 32, 64, t + 8 * 64, 64);
+}
+
+/* Quantized weights: each group (its k-range: x points at the range's first
+ * block) is unpacked to its 8 plain rows and decoded to F32 (the AVX-512
+ * decoders: the bits of quant/'s reference) in work (8 k floats, then the
+ * plain rows), then rounded to BF16 k-block by k-block (nh = 1). */
 static void convert_quant(const struct wfmt *w, const char *x, size_t group_bytes, int ng, int64_t nkb, char *b,
                           char *work)
 {
@@ -243,18 +258,29 @@ static void convert_quant(const struct wfmt *w, const char *x, size_t group_byte
     for (int gi = 0; gi < ng; gi++) {
         w->unpack(x + (size_t)gi * group_bytes, plain, LM_REPACK_ROWS, k);
         w->decode(plain, f, LM_REPACK_ROWS * k);
-        for (int64_t kb = 0; kb < nkb; kb++) {
-            char *tile = split_tile(b, kb, gi);
-            split_kblock(f + kb * KB, (size_t)k, tile, tile + TILE);
-        }
+        for (int64_t kb = 0; kb < nkb; kb++)
+            round_kblock(f + kb * KB, (size_t)k, b + (size_t)(kb * 2 + gi / 2) * TILE + (size_t)(gi % 2) * 32);
     }
 }
 
 /* ---- token blocks: nt (1, 2) blocks of the configured rows x np (1, 2)
  * panels; a = the first token's activation row, s its output row ---- */
 
-static inline __attribute__((always_inline)) void zero_c(int nt, int np)
+/* C tiles zeroed (first k-range) or loaded from s (later ranges: acc). */
+static inline __attribute__((always_inline)) void init_c(int nt, int np, bool acc, const float *s, size_t ldc)
 {
+    if (acc) {
+        const size_t st = ldc * sizeof(float);
+        _tile_loadd(0, s, st);
+        if (np > 1)
+            _tile_loadd(1, s + 16, st);
+        if (nt > 1) {
+            _tile_loadd(2, s + 16 * ldc, st);
+            if (np > 1)
+                _tile_loadd(3, s + 16 * ldc + 16, st);
+        }
+        return;
+    }
     _tile_zero(0);
     if (np > 1)
         _tile_zero(1);
@@ -279,10 +305,11 @@ static inline __attribute__((always_inline)) void store_c(int nt, int np, float 
 }
 
 static inline __attribute__((always_inline)) void block_bf16(int nt, int np, const char *a, size_t by, size_t lo,
-                                                             const char *b, int64_t nkb, float *s, size_t ldc)
+                                                             const char *b, int64_t nkb, bool acc, float *s,
+                                                             size_t ldc)
 {
     (void)lo; /* F16 only */
-    zero_c(nt, np);
+    init_c(nt, np, acc, s, ldc);
     const char *a1 = a + 16 * by;
     for (int64_t kb = 0; kb < nkb; kb++) {
         const char *bk = b + (size_t)kb * 2 * TILE;
@@ -307,9 +334,10 @@ static inline __attribute__((always_inline)) void block_bf16(int nt, int np, con
  * order; tile 4 keeps ah of block 0, tile 5 cycles ah1 -> al0 -> al1 -> ah1
  * (9 loads for 12 TDPs in the 2 x 2 case). */
 static inline __attribute__((always_inline)) void block_f16(int nt, int np, const char *a, size_t by, size_t lo,
-                                                            const char *b, int64_t nkb, float *s, size_t ldc)
+                                                            const char *b, int64_t nkb, bool acc, float *s,
+                                                            size_t ldc)
 {
-    zero_c(nt, np);
+    init_c(nt, np, acc, s, ldc);
     const char *a1 = a + 16 * by;
     for (int64_t kb = 0; kb < nkb; kb++) {
         const char *bk = b + (size_t)kb * 4 * TILE; /* (q, h) = bk + (2q + h) TILE */
@@ -367,70 +395,87 @@ static inline __attribute__((always_inline)) void block_f16(int nt, int np, cons
                 const char *bu = b + (size_t)u * ub;                                                               \
                 float *su = s + (size_t)t * ldc + (size_t)u * 32;                                                  \
                 if (np > 1)                                                                                        \
-                    BLOCK(2, 2, y + (size_t)t * by, by, lo, bu, nkb, su, ldc);                            \
+                    BLOCK(2, 2, y + (size_t)t * by, by, lo, bu, nkb, acc, su, ldc);                       \
                 else                                                                                               \
-                    BLOCK(2, 1, y + (size_t)t * by, by, lo, bu, nkb, su, ldc);                            \
+                    BLOCK(2, 1, y + (size_t)t * by, by, lo, bu, nkb, acc, su, ldc);                       \
             }                                                                                                      \
         for (int64_t t1; t < n; t = t1) {                                                                          \
             t1 = n - t >= 16 ? t + 16 : n;                                                                         \
             if (t1 - t < 16)                                                                                       \
                 load_cfg((int)(t1 - t), cols0, cols1);                                                             \
             for (int u = 0; u < nu; u++)                                                                           \
-                BLOCK(1, np, y + (size_t)t * by, by, lo, b + (size_t)u * ub, nkb,                         \
+                BLOCK(1, np, y + (size_t)t * by, by, lo, b + (size_t)u * ub, nkb, acc,                    \
                       s + (size_t)t * ldc + (size_t)u * 32, ldc);                                                  \
         }                                                                                                          \
     } while (0)
 
-static void sweep_bf16(int nu, int ng, const char *b, size_t ub, int64_t nkb, const char *y, size_t by, int64_t n,
-                       float *s, size_t ldc)
+static void sweep_bf16(int nu, int ng, const char *b, size_t ub, int64_t nkb, const char *y, size_t by, size_t lo,
+                       int64_t n, bool acc, float *s, size_t ldc)
 {
-    const size_t lo = 0;
     SWEEP(block_bf16);
 }
 
-static void sweep_f16(int nu, int ng, const char *b, size_t ub, int64_t nkb, const char *y, size_t by, int64_t n,
-                      float *s, size_t ldc)
+static void sweep_f16(int nu, int ng, const char *b, size_t ub, int64_t nkb, const char *y, size_t by, size_t lo,
+                      int64_t n, bool acc, float *s, size_t ldc)
 {
-    const size_t lo = (size_t)nkb * KB * sizeof(lm_bf16); /* the lo half of an activation row */
     SWEEP(block_f16);
 }
 
-/* B bytes of one unit, and units converted at once: as many as fit in
- * SCRATCH_BUDGET (with the activation block, in a 2 MiB L2), at most MAX_UNITS. */
+/* K is taken in ranges of at most KRANGE elements (a multiple of every
+ * block size, 256): a unit's B tiles and a token block's activations of one
+ * range stay in L2 together even for k = 11008, where whole rows left room
+ * for one unit only (bench_gemm Q4_0 K=11008 N=512: 347 -> see kernels.md).
+ * Later ranges reload the C tiles from s (acc). */
+#define KRANGE 4096
+static int64_t krange(int64_t k) { return k < KRANGE ? k : KRANGE; }
+
+/* B bytes of one unit for a range of k elements, and units converted at
+ * once: as many as fit in SCRATCH_BUDGET (with the activation block, in a
+ * 2 MiB L2), at most MAX_UNITS. */
 #define SCRATCH_BUDGET (1u << 20)
 #define MAX_UNITS 4
 static size_t unit_bytes(int64_t k, int nh) { return (size_t)(k / KB) * 2 * (size_t)nh * TILE; }
 static int units(int64_t k, int nh)
 {
-    const size_t u = SCRATCH_BUDGET / unit_bytes(k, nh);
+    const size_t u = SCRATCH_BUDGET / unit_bytes(krange(k), nh);
     return u < 1 ? 1 : u > MAX_UNITS ? MAX_UNITS : (int)u;
 }
 
-/* Both kernels: blocks of up to units() x 4 groups: convert, then sweep the
- * full units together and a partial last unit (1-3 groups) alone. work: the
- * quantized decode rows, after the B tiles. */
+/* Every kernel: blocks of up to units() x 4 groups; per k-range convert that
+ * range of the block's groups, then sweep the full units together and a
+ * partial last unit (1-3 groups) alone. A group's k-range is contiguous in
+ * every x8 layout (bytes proportional to k), as is a range of an activation
+ * row (elem bytes each; F16's lo half stays lo bytes after its hi value).
+ * work: the quantized decode rows, after the B tiles. */
 static void panel(const struct wfmt *w, int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc,
-                  const char *x, const char *y, size_t by, int64_t n, char *scratch)
+                  const char *x, const char *y, size_t by, size_t elem, int64_t n, char *scratch)
 {
-    const int64_t nkb = k / KB, step = (int64_t)units(k, w->nh) * UNIT_GROUPS;
-    const size_t ub = unit_bytes(k, w->nh);
-    char *work = scratch + (size_t)units(k, w->nh) * ub;
+    const int nu = units(k, w->nh);
+    const int64_t step = (int64_t)nu * UNIT_GROUPS;
+    const size_t lo = w->nh > 1 ? (size_t)k * sizeof(lm_bf16) : 0;
+    char *work = scratch + (size_t)nu * unit_bytes(krange(k), w->nh);
     for (int64_t g = 0; g < n_groups; g += step) {
         const int64_t ng = n_groups - g < step ? n_groups - g : step;
         const int full = (int)(ng / UNIT_GROUPS), rest = (int)(ng % UNIT_GROUPS);
-        for (int u = 0; u <= full; u++) {
-            const int ngu = u < full ? UNIT_GROUPS : rest;
-            if (ngu)
-                w->convert(w, x + (size_t)(g + u * UNIT_GROUPS) * group_bytes, group_bytes, ngu, nkb,
-                           scratch + u * ub, work);
-        }
-        MEM_BARRIER();
         float *sg = s + (size_t)g * LM_REPACK_ROWS;
-        if (full)
-            w->sweep(full, UNIT_GROUPS, scratch, ub, nkb, y, by, n, sg, ldc);
-        if (rest)
-            w->sweep(1, rest, scratch + (size_t)full * ub, ub, nkb, y, by, n, sg + (size_t)full * 32, ldc);
-        MEM_BARRIER();
+        for (int64_t k0 = 0; k0 < k; k0 += KRANGE) {
+            const int64_t kn = k - k0 < KRANGE ? k - k0 : KRANGE, nkb = kn / KB;
+            const size_t ub = unit_bytes(kn, w->nh), xoff = (size_t)((uint64_t)group_bytes * (uint64_t)k0 / (uint64_t)k);
+            const char *yk = y + (size_t)k0 * elem;
+            for (int u = 0; u <= full; u++) {
+                const int ngu = u < full ? UNIT_GROUPS : rest;
+                if (ngu)
+                    w->convert(w, x + (size_t)(g + u * UNIT_GROUPS) * group_bytes + xoff, group_bytes, ngu, nkb,
+                               scratch + u * ub, work);
+            }
+            MEM_BARRIER();
+            if (full)
+                w->sweep(full, UNIT_GROUPS, scratch, ub, nkb, yk, by, lo, n, k0 > 0, sg, ldc);
+            if (rest)
+                w->sweep(1, rest, scratch + (size_t)full * ub, ub, nkb, yk, by, lo, n, k0 > 0,
+                         sg + (size_t)full * 32, ldc);
+            MEM_BARRIER();
+        }
     }
     _tile_release();
 }
@@ -440,7 +485,7 @@ void gemm_panel_bf16x8_amx(int64_t k, int64_t n_groups, size_t group_bytes, floa
                            const void *y, size_t by, int64_t n, void *scratch)
 {
     static const struct wfmt w = {1, convert_bf16, sweep_bf16, NULL, NULL};
-    panel(&w, k, n_groups, group_bytes, s, ldc, x, y, by, n, scratch);
+    panel(&w, k, n_groups, group_bytes, s, ldc, x, y, by, sizeof(lm_bf16), n, scratch);
 }
 
 /* Contract: kernels.h lm_gemm_panel_fn (y: panel_from_float_f16_amx rows). */
@@ -448,28 +493,29 @@ void gemm_panel_f16x8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float
                           const void *y, size_t by, int64_t n, void *scratch)
 {
     static const struct wfmt w = {2, convert_f16, sweep_f16, NULL, NULL};
-    panel(&w, k, n_groups, group_bytes, s, ldc, x, y, by, n, scratch);
+    panel(&w, k, n_groups, group_bytes, s, ldc, x, y, by, sizeof(lm_bf16), n, scratch);
 }
 
-/* The B tiles of units(k) units: per unit 2 panels x k/32 blocks x 1 KiB (x 2
- * for F16's hi and lo). */
-size_t gemm_panel_bf16x8_scratch_amx(int64_t k) { return (size_t)units(k, 1) * unit_bytes(k, 1); }
-size_t gemm_panel_f16x8_scratch_amx(int64_t k) { return (size_t)units(k, 2) * unit_bytes(k, 2); }
+/* The B tiles of units(k) units: per unit 2 panels x (one k-range)/32 blocks
+ * x 1 KiB (x 2 for F16's hi and lo). */
+size_t gemm_panel_bf16x8_scratch_amx(int64_t k) { return (size_t)units(k, 1) * unit_bytes(krange(k), 1); }
+size_t gemm_panel_f16x8_scratch_amx(int64_t k) { return (size_t)units(k, 2) * unit_bytes(krange(k), 2); }
 
-/* Quantized weights (activations: panel_from_float_f32_amx rows): the hi/lo
- * tiles and sweep of F16, the groups decoded by convert_quant; scratch = the
- * tiles, 8 decoded F32 rows and the 8 plain rows of one group. */
+/* Quantized weights (activations: BF16 rows, the level's BF16 from_float):
+ * the one-half tiles and sweep of BF16, the groups decoded and rounded by
+ * convert_quant; scratch = the tiles, 8 decoded F32 rows and the 8 plain rows
+ * of one group's k-range. */
 #define PANEL_QUANT(name, TYPE, unpack_fn, decode_fn)                                                              \
     void gemm_panel_##name##_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc,         \
                                  const void *x, const void *y, size_t by, int64_t n, void *scratch)             \
     {                                                                                                          \
-        static const struct wfmt w = {2, convert_quant, sweep_f16, unpack_fn, decode_fn};                      \
-        panel(&w, k, n_groups, group_bytes, s, ldc, x, y, by, n, scratch);                                     \
+        static const struct wfmt w = {1, convert_quant, sweep_bf16, unpack_fn, decode_fn};                      \
+        panel(&w, k, n_groups, group_bytes, s, ldc, x, y, by, sizeof(lm_bf16), n, scratch);                    \
     }                                                                                                          \
     size_t gemm_panel_##name##_scratch_amx(int64_t k)                                                          \
     {                                                                                                          \
-        return gemm_panel_f16x8_scratch_amx(k) + (size_t)k * LM_REPACK_ROWS * sizeof(float) +                  \
-               lm_row_size(TYPE, k) * LM_REPACK_ROWS;                                                          \
+        return gemm_panel_bf16x8_scratch_amx(k) + (size_t)krange(k) * LM_REPACK_ROWS * sizeof(float) +         \
+               lm_row_size(TYPE, krange(k)) * LM_REPACK_ROWS;                                                  \
     }
 
 PANEL_QUANT(q4_0x8, LM_TYPE_Q4_0, lm_unpack_q4_0x8, dequantize_row_q4_0_avx512)
@@ -500,32 +546,24 @@ void panel_from_float_bf16_amx(const float *x, void *y, int64_t n)
     }
 }
 
-/* Activations split into bf16 hi (y[0..n)) and lo (y[n..2n)): f = fp16(x)
- * RNE when f16 (then lo = f - hi exactly), else f = x (lo = bf16(x - hi)
- * RNE); hi = bf16(f) RNE. The vector body's conversions treat subnormal
- * inputs as zero (values below 2^-126). Any n. */
-static inline __attribute__((always_inline)) void split_act(const float *x, void *y, int64_t n, bool f16)
+/* F16 weights' activation rows (kernels.h): split into bf16 hi (y[0..n))
+ * and lo (y[n..2n)): f = fp16(x) RNE, hi = bf16(f) RNE, lo = f - hi (exact).
+ * The vector body's conversions treat subnormal inputs as zero (values below
+ * 2^-126). Any n. */
+void panel_from_float_f16_amx(const float *x, void *y, int64_t n)
 {
     lm_bf16 *hi = y, *lo = hi + n;
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        __m512 f = _mm512_loadu_ps(x + i);
-        if (f16)
-            f = _mm512_cvtph_ps(_mm512_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        const __m512 f = _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
         const __m256i hb = (__m256i)_mm512_cvtneps_pbh(f);
         const __m512 h = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(hb), 16));
         _mm256_storeu_si256((__m256i *)(hi + i), hb);
         _mm256_storeu_si256((__m256i *)(lo + i), (__m256i)_mm512_cvtneps_pbh(_mm512_sub_ps(f, h)));
     }
     for (; i < n; i++) {
-        const float f = f16 ? lm_fp16_to_fp32(lm_fp32_to_fp16(x[i])) : x[i];
+        const float f = lm_fp16_to_fp32(lm_fp32_to_fp16(x[i]));
         hi[i] = lm_fp32_to_bf16(f);
         lo[i] = lm_fp32_to_bf16(f - lm_bf16_to_fp32(hi[i]));
     }
 }
-
-/* F16 weights' activation rows (kernels.h). */
-void panel_from_float_f16_amx(const float *x, void *y, int64_t n) { split_act(x, y, n, true); }
-
-/* Quantized weights' activation rows: x itself split (kernels.h). */
-void panel_from_float_f32_amx(const float *x, void *y, int64_t n) { split_act(x, y, n, false); }

@@ -13,21 +13,20 @@
  * 60, N=32 77 / 81, N=48 72 / 103, N=64 77 / 127. */
 #define PANEL_MIN_N_BF16 16
 #define PANEL_MIN_N_F16 32
-/* Quantized weights: the AVX-512 gemm_x8 is VNNI int8 (150-190 GMAC/s) and
- * the panel pays a per-call decode + hi/lo split of its weights (~1/3 of its
- * time at N=128), so it wins only for larger N. Same bench, two or three runs,
- * gemm_x8 / panel: Q4_0 N=96 162 / 148, N=128 163 / 165, N=192 163 / 188,
- * N=512 160 / 229; Q8_0 N=96 152 / 151, N=128 155 / 170, N=512 152 / 223;
- * Q5_K N=96 133 / 129, N=128 136 / 160, N=512 139 / 213; Q4_K N=192 189 /
- * 196, N=256 194 / 193, N=320 179 / 226, N=512 178 / 218; Q6_K (its unpack is
- * slow) N=256 133 / 133, N=320 134 / 159, N=512 121 / 163. Q2_K and Q3_K
- * (slower unpacks) lose at every N up to 384 (Q2_K 166-187 / 33-128, Q3_K
- * 124-131 / 20-87): no panel for them. */
-#define PANEL_MIN_N_Q4_0 128
-#define PANEL_MIN_N_Q8_0 128
-#define PANEL_MIN_N_Q4_K 320
-#define PANEL_MIN_N_Q5_K 128
-#define PANEL_MIN_N_Q6_K 320
+/* Quantized weights: the AVX-512 gemm_x8 is VNNI int8 (150-220 GMAC/s) and
+ * the panel pays a per-call unpack + decode + BF16 rounding of its weights,
+ * so it wins only from a few dozen columns on. Same bench, gemm_x8 / panel,
+ * K=2048 (K=5632): Q4_0 N=48 164 / 175 (162 / 166), N=64 169 / 230 (169 /
+ * 206), N=512 161 / 503; Q8_0 N=48 157 / 158 (156 / 145), N=64 161 / 208 (160
+ * / 178); Q4_K N=64 218 / 187 (217 / 181), N=96 218 / 252 (223 / 225), N=128
+ * 219 / 299; Q5_K N=64 190 / 192 (193 / 174), N=96 189 / 252 (148 / 181);
+ * Q6_K (its unpack is slow) N=128 148 / 131, N=160 148 / 151, N=192 152 /
+ * 183. Q2_K and Q3_K (slower unpacks) are not installed. */
+#define PANEL_MIN_N_Q4_0 64
+#define PANEL_MIN_N_Q8_0 64
+#define PANEL_MIN_N_Q4_K 128
+#define PANEL_MIN_N_Q5_K 96
+#define PANEL_MIN_N_Q6_K 160
 
 static void set_panel(struct lm_cpu_type_kernels *t, lm_gemm_panel_fn fn, enum lm_type vt, lm_from_float_fn enc,
                       lm_gemm_panel_scratch_fn scratch, int64_t min_n)
@@ -48,8 +47,8 @@ void lm_cpu_kernels_init_amx(struct lm_cpu_kernels *k)
     set_panel(&t[LM_TYPE_F16], gemm_panel_f16x8_amx, LM_TYPE_F32, panel_from_float_f16_amx,
               gemm_panel_f16x8_scratch_amx, PANEL_MIN_N_F16);
 #define QUANT(T, name, min_n) \
-    set_panel(&t[T], gemm_panel_##name##_amx, LM_TYPE_F32, panel_from_float_f32_amx, gemm_panel_##name##_scratch_amx, \
-              min_n)
+    set_panel(&t[T], gemm_panel_##name##_amx, LM_TYPE_BF16, t[LM_TYPE_BF16].from_float, \
+              gemm_panel_##name##_scratch_amx, min_n)
     QUANT(LM_TYPE_Q4_0, q4_0x8, PANEL_MIN_N_Q4_0);
     QUANT(LM_TYPE_Q8_0, q8_0x8, PANEL_MIN_N_Q8_0);
     QUANT(LM_TYPE_Q4_K, q4_Kx8, PANEL_MIN_N_Q4_K);
