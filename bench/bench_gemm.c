@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/memory.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu/repack.h"
 #include "quant/blocks.h"
@@ -67,7 +68,7 @@ static int stream_main(int argc, char **argv)
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const enum lm_type t = types[ti];
         const size_t blk = lm_row_size(t, K) * (size_t)M0, reps = (mib << 20) / blk, group = lm_row_size(t, K) * 8;
-        char *plain = malloc(blk), *packed = malloc(blk * reps);
+        char *plain = malloc(blk), *packed = lm_alloc_large(blk * reps, 64); /* as the engine: core/memory.h */
         lm_quantize_chunk(t, w, plain, 0, M0, K, NULL);
         lm_repack_rows(t, plain, packed, M0, K);
         for (size_t r = 1; r < reps; r++)
