@@ -58,16 +58,22 @@ static void rms_norm_mul(const struct lm_cpu_params *p, struct lm_tensor *norm, 
     }
 }
 
-/* y = silu(g) * u, and (unless in place) s = silu(g). */
+/* y = silu(g) * u, and (unless in place) s = silu(g). With fewer rows than
+ * threads (token generation: one row of n_ff) every thread takes a slice of
+ * each row instead, so one thread does not do all the work. */
 static void silu_mul(const struct lm_cpu_params *p, struct lm_tensor *silu, struct lm_tensor *mul)
 {
     const struct lm_tensor *g = silu->src[0], *u = mul->src[1];
     const int64_t n = g->ne[0];
-    const bool keep = silu->data != mul->data;
-    for (struct lm_cpu_rows it = lm_cpu_rows(p, mul); lm_cpu_rows_next(&it);) {
+    const bool keep = silu->data != mul->data, slice = lm_nrows(mul) < p->nth;
+    int64_t i0 = 0, i1 = n;
+    if (slice)
+        lm_cpu_split(n, p->ith, p->nth, &i0, &i1);
+    const struct lm_cpu_params one = {0, 1, p->wdata, p->wsize, p->tp, p->kern}; /* every row */
+    for (struct lm_cpu_rows it = lm_cpu_rows(slice ? &one : p, mul); lm_cpu_rows_next(&it);) {
         const float *gr = lm_cpu_row(g, &it), *ur = lm_cpu_row(u, &it);
         float *sr = lm_cpu_row(silu, &it), *yr = lm_cpu_row(mul, &it);
-        for (int64_t i = 0; i < n; i++) {
+        for (int64_t i = i0; i < i1; i++) {
             const float s = lm_cpu_silu(gr[i]);
             if (keep)
                 sr[i] = s;
