@@ -266,43 +266,33 @@ static void convert_quant(const struct wfmt *w, const char *x, size_t group_byte
 /* ---- token blocks: nt (1, 2) blocks of the configured rows x np (1, 2)
  * panels; a = the first token's activation row, s its output row ---- */
 
+/* OP(tile, address) on the C tiles in use: tile 2t + q at s + 16 t ldc + 16 q
+ * (tile numbers must be constants for the intrinsics, hence a macro). */
+#define C_TILES(OP)                                                                                                 \
+    do {                                                                                                           \
+        OP(0, s);                                                                                                  \
+        if (np > 1)                                                                                                \
+            OP(1, s + 16);                                                                                         \
+        if (nt > 1) {                                                                                              \
+            OP(2, s + 16 * ldc);                                                                                   \
+            if (np > 1)                                                                                            \
+                OP(3, s + 16 * ldc + 16);                                                                          \
+        }                                                                                                          \
+    } while (0)
+#define C_ZERO(t, p) _tile_zero(t)
+#define C_LOAD(t, p) _tile_loadd(t, p, ldc * sizeof(float))
+#define C_STORE(t, p) _tile_stored(t, p, ldc * sizeof(float))
+
 /* C tiles zeroed (first k-range) or loaded from s (later ranges: acc). */
 static inline __attribute__((always_inline)) void init_c(int nt, int np, bool acc, const float *s, size_t ldc)
 {
-    if (acc) {
-        const size_t st = ldc * sizeof(float);
-        _tile_loadd(0, s, st);
-        if (np > 1)
-            _tile_loadd(1, s + 16, st);
-        if (nt > 1) {
-            _tile_loadd(2, s + 16 * ldc, st);
-            if (np > 1)
-                _tile_loadd(3, s + 16 * ldc + 16, st);
-        }
-        return;
-    }
-    _tile_zero(0);
-    if (np > 1)
-        _tile_zero(1);
-    if (nt > 1) {
-        _tile_zero(2);
-        if (np > 1)
-            _tile_zero(3);
-    }
+    if (acc)
+        C_TILES(C_LOAD);
+    else
+        C_TILES(C_ZERO);
 }
 
-static inline __attribute__((always_inline)) void store_c(int nt, int np, float *s, size_t ldc)
-{
-    const size_t st = ldc * sizeof(float);
-    _tile_stored(0, s, st);
-    if (np > 1)
-        _tile_stored(1, s + 16, st);
-    if (nt > 1) {
-        _tile_stored(2, s + 16 * ldc, st);
-        if (np > 1)
-            _tile_stored(3, s + 16 * ldc + 16, st);
-    }
-}
+static inline __attribute__((always_inline)) void store_c(int nt, int np, float *s, size_t ldc) { C_TILES(C_STORE); }
 
 static inline __attribute__((always_inline)) void block_bf16(int nt, int np, const char *a, size_t by, size_t lo,
                                                              const char *b, int64_t nkb, bool acc, float *s,
