@@ -40,18 +40,24 @@
  * sum|w a| against the double dot of the rounded values, plus 2^-15 sum|w a|
  * for F16.
  *
- * Quantized weights: each group is unpacked (cpu/repack.h) and decoded to F32
- * by the AVX-512 decoders (the bits of quant/'s reference), then split into
- * hi/lo B tiles by the same split_kblock as F16 weights (w = wh + wl: exact
- * for Q4_0, whose values (q - 8) d have <= 15 significant bits; else wl is
- * rounded, |w - wh - wl| <= 2^-17 |w|); activations are the F32 values split
- * ah = bf16(a), al = bf16(a - ah) (|a - ah - al| <= 2^-18 |a|; no F16
- * rounding, no Q8 quantization), same 3 TDPs. Per product the error is below
- * (2^-17 + 2^-18 + 2^-18 + ...) |w a| < 2^-15 |w a|, plus the fp32
- * accumulation: the F16 bound above, against the double dot of the decoded
- * weights with the unrounded activations (tested). Far closer to exact F32
- * than the gemm_x8 path, whose Q8 activations cost ~2^-9 relative per value
- * (matmul nmse vs generic ~1.5e-5).
+ * Quantized weights: each group's k-range is unpacked (cpu/repack.h) and
+ * decoded to F32 by the AVX-512 decoders (the bits of quant/'s reference),
+ * then rounded to BF16 (RNE) into one-half B tiles (round_kblock, natural pair
+ * order); activations are BF16 rows (RNE, natural order: the level's BF16
+ * from_float); one TDP per k-block, as BF16 weights. Each factor is within
+ * 2^-9 of its value, a product within 2^-8 |w a|, plus the fp32 accumulation:
+ * the BF16 bound above against the double dot of the rounded values
+ * (tested). That is closer to exact than the gemm_x8 path, whose Q8
+ * activations carry up to 2^-8 of their block's largest value (matmul nmse vs
+ * generic ~2e-5 either way). The earlier hi/lo split of both factors (3 TDPs,
+ * error < 2^-15) ran at 1/2.5 of this speed.
+ *
+ * K is taken in ranges of KRANGE (4096) elements: per range every unit's B
+ * tiles are converted and swept, and later ranges load the C tiles from s
+ * instead of zeroing them. A range's B tiles (4 units: 1 MiB) and a token
+ * block's activations (32 x 4096 x 2 bytes) then share L2 even for k =
+ * 11008, where whole rows fitted one unit and every unit re-read the token
+ * block from L3 (Q4_0 K=11008 N=512: 115 -> 490 GMAC/s with both changes).
  *
  * Speed (bench_gemm K=2048, 256 rows, N=512, one thread, GMAC/s, same run):
  * BF16 594 (AVX-512 gemm_x8 79), F16 229 (78); K=5632: 479 / 169. Measured
@@ -62,13 +68,11 @@
  * tiles stay in L1 with C tiles reloaded from s (all slower: 165-354 / 59-128).
  * tinyllama pp512, 2 threads (noisy shared machine, best of 3, LAMINA_ISA=
  * avx512 vs amx): BF16 136 -> 534 t/s, F16 131 -> 321 t/s.
- * Quantized (same bench, N=512, AVX-512 VNNI gemm_x8 / panel): Q4_0 160 /
- * 229, Q8_0 152 / 223, Q4_K 178 / 218, Q5_K 139 / 213, Q6_K 121 / 163 (its
- * unpack costs about as much as the TMUL work); the per-call decode + split
- * is ~1/3 of the time at N=128, so init_amx.c's thresholds are 128-320.
- * tinyllama pp512, 2 threads, best of 4 interleaved (load average ~3.5 on 2
- * cores: very noisy): Q4_0 122 -> 164 t/s, Q8_0 114 -> 159, Q4_K_M 141 -> 300
- * (bimodal: 147-155 in 3 of 4 runs).
+ * Quantized (same bench, N=512, AVX-512 VNNI gemm_x8 / panel, BF16 tiles):
+ * Q4_0 162 / 503, Q8_0 150 / 487, Q4_K 182 / 449, Q5_K 167 / 464, Q6_K 146
+ * / 307 (its unpack is slow); the per-call unpack + decode + rounding sets
+ * init_amx.c's thresholds (64-160). tinyllama pp512, 2 threads: Q4_0 306 ->
+ * 487-544 t/s, llama-7b Q4_0 40 -> 86-90 (docs/performance.md).
  */
 #include <immintrin.h>
 #include <string.h>
