@@ -16,6 +16,7 @@
 #include "quant/blocks.h"
 #include "quant/quant.h"
 
+#define ACT_MAX 65536 /* bytes of one converted activation row (stream mode) */
 #define COL_BLOCK 64 /* as GEMM_COL_BLOCK in cpu/ops/matmul.c */
 
 static double now(void)
@@ -57,8 +58,8 @@ static int stream_main(int argc, char **argv)
 {
     const size_t mib = argc > 2 ? (size_t)atoll(argv[2]) : 512;
     const int64_t K = argc > 3 ? atoll(argv[3]) : 4096, M0 = 512;
-    const enum lm_type types[] = {LM_TYPE_Q4_0, LM_TYPE_Q8_0, LM_TYPE_Q2_K, LM_TYPE_Q3_K,
-                                  LM_TYPE_Q4_K, LM_TYPE_Q5_K, LM_TYPE_Q6_K};
+    const enum lm_type types[] = {LM_TYPE_Q4_0, LM_TYPE_Q8_0, LM_TYPE_F16,  LM_TYPE_BF16,
+                                  LM_TYPE_Q2_K, LM_TYPE_Q3_K, LM_TYPE_Q4_K, LM_TYPE_Q5_K, LM_TYPE_Q6_K};
     float *w = malloc(sizeof(float) * (size_t)(K * M0)), *a = malloc(sizeof(float) * (size_t)K), out[LM_REPACK_ROWS];
     for (int64_t i = 0; i < K * M0; i++)
         w[i] = (float)((i * 7919) % 1000) / 500.0f - 1.0f;
@@ -74,14 +75,17 @@ static int stream_main(int argc, char **argv)
         for (size_t r = 1; r < reps; r++)
             memcpy(packed + r * blk, packed, blk);
         double best[LM_ISA_COUNT];
-        char act[LM_ISA_COUNT][8192 + 64];
+        static char act[LM_ISA_COUNT][ACT_MAX + 64];
         int16_t sums[LM_ISA_COUNT][256] = {{0}};
         for (int isa = 0; isa < LM_ISA_COUNT; isa++) {
             const struct lm_cpu_kernels *kern = lm_cpu_kernels_for((enum lm_cpu_isa)isa);
             best[isa] = 1e9;
-            if (!kern || !kern->type[t].gemm_x8 || isa == LM_ISA_GENERIC || lm_row_size(kern->type[t].gemm_vt, K) > 8192)
+            if (!kern || !kern->type[t].gemm_x8 || isa == LM_ISA_GENERIC || lm_row_size(kern->type[t].gemm_vt, K) > ACT_MAX)
                 continue;
-            kern->type[kern->type[t].gemm_vt].from_float(a, act[isa], K);
+            if (kern->type[t].gemm_from_float)
+                kern->type[t].gemm_from_float(a, act[isa], K);
+            else
+                kern->type[kern->type[t].gemm_vt].from_float(a, act[isa], K);
             for (int64_t b = 0; kern->type[t].gemm_vt == LM_TYPE_Q8_0 && b < K / 32 && b < 256; b++) {
                 int sum = 0;
                 for (int i = 0; i < 32; i++)
@@ -92,7 +96,7 @@ static int stream_main(int argc, char **argv)
         for (int pass = 0; pass < 5; pass++) {
             for (int isa = 1; isa < LM_ISA_COUNT; isa++) {
                 const struct lm_cpu_kernels *kern = lm_cpu_kernels_for((enum lm_cpu_isa)isa);
-                if (!kern || !kern->type[t].gemm_x8 || lm_row_size(kern->type[t].gemm_vt, K) > 8192)
+                if (!kern || !kern->type[t].gemm_x8 || lm_row_size(kern->type[t].gemm_vt, K) > ACT_MAX)
                     continue;
                 const double t0 = now();
                 for (size_t g = 0; g < reps * (size_t)(M0 / 8); g++)

@@ -36,6 +36,7 @@ struct lm_cpu_features {
      * when XCR0 has the tile state (bits 17-18) and Linux granted this process
      * the tile data state (arch_prctl ARCH_REQ_XCOMP_PERM, asked once here). */
     bool amx_tile, amx_bf16, amx_int8;
+    bool amd; /* vendor "AuthenticAMD" (cpuid leaf 0): kernel tuning, not capability */
 };
 const struct lm_cpu_features *lm_cpu_features(void);
 

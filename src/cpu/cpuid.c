@@ -71,6 +71,8 @@ static void detect_x86(struct lm_cpu_features *f)
     f->f16c = f16c && ymm_ok;
 
     unsigned max_leaf = __get_cpuid_max(0, NULL);
+    __cpuid(0, a, b, c, d); /* vendor string: ebx, edx, ecx */
+    f->amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u; /* "Auth" "enti" "cAMD" */
     if (max_leaf < 7)
         return;
     __cpuid_count(7, 0, a, b, c, d);

@@ -2,7 +2,8 @@
  *
  * Included only by files of this folder (compiled with -mavx512f/bw/vl/dq/
  * vnni/bf16/vbmi -mfma -mf16c -mbmi2; AVX2 instructions are available too).
- * Everything is static inline and pure; no state. Helpers that read memory
+ * Everything is static inline and pure, but for one flag set at init
+ * (lm_avx512_prefetch). Helpers that read memory
  * say how many bytes they touch: none reads past what it is asked for
  * (masked loads never fault on masked-off bytes).
  */
@@ -10,10 +11,21 @@
 #define LM_CPU_AVX512_UTIL_H
 
 #include <immintrin.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "core/fp16.h"
+
+/* Whether the kernels of this level prefetch the weights they stream
+ * (token generation reads each weight once, from DRAM). Set once by
+ * lm_cpu_kernels_init_avx512 while the tables are built (before any kernel
+ * of the level runs; read-only afterwards): false on AMD, where the hardware
+ * prefetchers alone stream faster (Zen 4, single thread, 512 MiB, GB/s with /
+ * without: Q4_0 22.7 / 26.1, Q8_0 19.4 / 24.1, F16 20.8 / 26.2), true
+ * elsewhere (Sapphire Rapids: the distances in each kernel file were tuned
+ * there). LAMINA_PREFETCH=0|1 overrides it (docs/kernels.md). */
+extern bool lm_avx512_prefetch;
 
 /* Bytes ahead of the current weight data that the dot kernels prefetch (the
  * single-token case streams weights from DRAM once); as LM_AVX2_PREFETCH. */
@@ -27,9 +39,10 @@
  * not count), marks it const and deletes the calls. */
 static inline __attribute__((always_inline)) void avx512_prefetch(const void *p, int bytes)
 {
-    for (int o = 0; LM_AVX512_PREFETCH > 0 && o < bytes; o += 64)
+    for (int o = 0; LM_AVX512_PREFETCH > 0 && lm_avx512_prefetch && o < bytes; o += 64)
         _mm_prefetch((const char *)p + LM_AVX512_PREFETCH + o, _MM_HINT_T0);
 }
+
 
 /* The low n bits set (n in 0..64): the byte mask of an n-byte masked load. */
 static inline __mmask64 avx512_mask64(int n) { return n >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << n) - 1; }

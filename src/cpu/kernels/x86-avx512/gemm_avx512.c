@@ -51,6 +51,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "avx512_util.h"
 #include "cpu/kernels/gemm.h"
 #include "cpu/repack.h"
 #include "quant/blocks.h"
@@ -87,7 +88,7 @@ static inline __m512i fold2(__m512i a, __m512i b)
 /* Prefetch one group block `bytes` (a constant) ahead by LM_GEMM_PREFETCH. */
 static inline __attribute__((always_inline)) void prefetch_block(const void *p, int bytes)
 {
-    for (int o = 0; o < bytes; o += 64)
+    for (int o = 0; lm_avx512_prefetch && o < bytes; o += 64)
         _mm_prefetch((const char *)p + LM_GEMM_PREFETCH + o, _MM_HINT_T0);
 }
 
@@ -266,7 +267,7 @@ static void q4_0_col1(int64_t nb, const struct lm_block_q4_0x8 *w, const struct 
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        for (int o = 0; o < (int)sizeof w[b]; o += 64)
+        for (int o = 0; lm_avx512_prefetch && o < (int)sizeof w[b]; o += 64)
             _mm_prefetch((const char *)(w + b) + LM_GEMM_COL1_PREFETCH + o, LM_GEMM_COL1_HINT);
         __m256i s32 = _mm256_set1_epi32(-8 * (int32_t)ysum[b]);
         for (int ch = 0; ch < 4; ch++) {
@@ -286,7 +287,7 @@ static void q8_0_col1(int64_t nb, const struct lm_block_q8_0x8 *w, const struct 
     const __m256i bias = _mm256_set1_epi8((char)0x80);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        for (int o = 0; o < (int)sizeof w[b]; o += 64)
+        for (int o = 0; lm_avx512_prefetch && o < (int)sizeof w[b]; o += 64)
             _mm_prefetch((const char *)(w + b) + LM_GEMM_COL1_PREFETCH + o, LM_GEMM_COL1_HINT);
         __m256i s32 = _mm256_set1_epi32(-128 * (int32_t)ysum[b]);
         for (int j = 0; j < 8; j++) {

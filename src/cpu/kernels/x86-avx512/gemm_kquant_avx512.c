@@ -44,6 +44,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "avx512_util.h"
 #include "cpu/kernels/gemm.h"
 #include "cpu/repack.h"
 #include "quant/blocks.h"
@@ -114,9 +115,12 @@ static inline __m512i fold2(__m512i a, __m512i b)
     return _mm512_add_epi32(_mm512_permutex2var_epi32(a, ev, b), _mm512_permutex2var_epi32(a, od, b));
 }
 
-static inline __attribute__((always_inline)) void prefetch_group(const void *p, int bytes)
+/* Q6_K prefetches on every CPU: its one-column kernel is compute-bound (8-10
+ * GB/s per thread) and still gains from it on Zen 4 (8.1 -> 10.0 GB/s,
+ * bench_gemm stream), where the other types lose (Q4_K 30.4 -> 23.5). */
+static inline __attribute__((always_inline)) void prefetch_group(const void *p, int bytes, bool on)
 {
-    for (int o = 0; o < bytes; o += 64)
+    for (int o = 0; on && o < bytes; o += 64)
         _mm_prefetch((const char *)p + LM_GEMM_PREFETCH + o, _MM_HINT_T0);
 }
 
@@ -349,7 +353,7 @@ static inline __attribute__((always_inline)) void kq_gemm(enum kt t, int64_t k, 
         const char *w = (const char *)x + (size_t)b * bw;
         const lm_fp16 *d16 = (const lm_fp16 *)w, *dmin16 = d16 + LM_REPACK_ROWS; /* d[8], then dmin[8] */
         struct kdec d;
-        prefetch_group(w, (int)bw);
+        prefetch_group(w, (int)bw, t == KT_Q6 || lm_avx512_prefetch);
         if (t == KT_Q2)
             q2k_decode((const struct lm_block_q2_Kx8 *)w, &d);
         else if (t == KT_Q3)

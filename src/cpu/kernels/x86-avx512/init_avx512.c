@@ -4,13 +4,21 @@
  * AVX2 table: slots not set here keep their AVX2 kernels (the activation
  * encoders among them: ggml's x86 Q8_0/Q8_1 arithmetic). Kernels that need
  * AVX512_BF16 (vdpbf16ps) are installed only when cpuid reports it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "avx512_util.h"
 #include "cpu/cpu.h"
 #include "cpu/kernels/gemm.h"
 #include "cpu/kernels/kernels.h"
 
+bool lm_avx512_prefetch = true; /* avx512_util.h */
+
 /* Overrides the AVX-512 slots of k (a copy of the AVX2 table). */
 void lm_cpu_kernels_init_avx512(struct lm_cpu_kernels *k)
 {
+    const char *pf = getenv("LAMINA_PREFETCH");
+    lm_avx512_prefetch = pf && (strcmp(pf, "0") == 0 || strcmp(pf, "1") == 0) ? pf[0] == '1' : !lm_cpu_features()->amd;
     /* vec_dot of every weight type but F32 (VNNI integer parts); F16/BF16 rows */
     /* F32 keeps the AVX2 dot: with vec_dot_f32_avx512 a multi-sequence batch
      * of stories260K (F32 weights) differs from decoding the tokens one at a
