@@ -89,8 +89,10 @@ static void bf16_case(lm_gemm_fn fn, bool dp, int64_t K, int nc, int mode, doubl
 {
     enum { LDC = 11 };
     const size_t by = sizeof(float) * (size_t)K + 12, wbytes = lm_row_size(LM_TYPE_BF16, K) * LM_REPACK_ROWS;
+    const size_t byp = sizeof(lm_bf16) * (size_t)K + 6; /* the dpbf16 kernel's pair rows */
     float *wf = malloc(sizeof(float) * (size_t)K * LM_REPACK_ROWS), *xf = malloc(sizeof(float) * (size_t)K);
     char *plain = malloc(wbytes), *packed = malloc(wbytes), *act = malloc(by * (size_t)nc);
+    char *pairs = malloc(byp * (size_t)nc);
     float out[LM_GEMM_MAX_NC * LDC], ref[LM_GEMM_MAX_NC * LDC];
     for (int64_t i = 0; i < K * LM_REPACK_ROWS; i++)
         wf[i] = mode == 0 ? frand() : mode == 1 ? (float)(int)(frand() * 5.0f) : frand() * 0x1p-127f;
@@ -102,6 +104,8 @@ static void bf16_case(lm_gemm_fn fn, bool dp, int64_t K, int nc, int mode, doubl
         for (int64_t i = 0; i < K; i++)
             xf[i] = mode == 1 ? (float)(int)(frand() * 5.0f) : frand();
         fp32_round_bf16_row_generic(xf, act + (size_t)c * by, K);
+        if (dp)
+            fp32_to_bf16_pairs_row_avx512(xf, pairs + (size_t)c * byp, K);
         const float *a = (const float *)(act + (size_t)c * by);
         for (int r = 0; r < LM_REPACK_ROWS; r++)
             for (int64_t i = 0; i < K; i++)
@@ -109,7 +113,10 @@ static void bf16_case(lm_gemm_fn fn, bool dp, int64_t K, int nc, int mode, doubl
     }
     for (int i = 0; i < LM_GEMM_MAX_NC * LDC; i++)
         out[i] = ref[i] = 1234.5f;
-    fn(K, out, LDC, packed, act, by, NULL, nc);
+    if (dp)
+        fn(K, out, LDC, packed, pairs, byp, NULL, nc);
+    else
+        fn(K, out, LDC, packed, act, by, NULL, nc);
     gemm_bf16x8_f32_generic(K, ref, LDC, packed, act, by, NULL, nc);
     bool ok = true;
     for (int c = 0; c < nc && ok; c++) {
@@ -138,6 +145,34 @@ static void bf16_case(lm_gemm_fn fn, bool dp, int64_t K, int nc, int mode, doubl
     free(plain);
     free(packed);
     free(act);
+    free(pairs);
+}
+
+/* fp32_to_bf16_pairs_row_avx512: word 16b + 2t (+1) is lm_fp32_to_bf16 of
+ * element 16b + t (+8) for special values (ties, NaNs, infinities,
+ * denormals) and random bit patterns, at two offsets; nothing past n. */
+static void test_bf16_pairs(void)
+{
+    static const uint32_t special[] = {0x00000000u, 0x80000000u, 0x3f808000u /* tie, to even */,
+                                       0x3f818000u /* tie, up */, 0x3f808001u, 0x7f7fffffu /* to inf */,
+                                       0x7f800000u, 0xff800000u, 0x7fc00000u, 0x7f800001u /* signalling */,
+                                       0xffbfffffu, 0x00000001u, 0x807fffffu, 0x00408000u};
+    enum { N = 16 * 67 };
+    float x[N + 1];
+    lm_bf16 got[N + 8], want[N + 8];
+    for (int i = 0; i <= N; i++)
+        x[i] = bits(i < (int)(sizeof special / sizeof special[0]) ? special[i] : rand32());
+    for (int off = 0; off < 2; off++) {
+        for (int n = 0; n <= N; n += n < 64 ? 16 : N - 64) {
+            memset(got, 0x5a, sizeof got);
+            memset(want, 0x5a, sizeof want);
+            for (int i = 0; i < n; i++)
+                want[i / 16 * 16 + (i % 16 < 8 ? 2 * (i % 16) : 2 * (i % 16 - 8) + 1)] = lm_fp32_to_bf16(x[off + i]);
+            fp32_to_bf16_pairs_row_avx512(x + off, got, n);
+            CHECKF(!memcmp(got, want, sizeof got), "bf16 pair encoder, n %d offset %d: wrong words", n, off);
+        }
+    }
+    printf("bf16 pair encoder checked\n");
 }
 
 /* The AVX-512 table's F16 kernel (F32 rows rounded through F16) against the
@@ -187,6 +222,7 @@ static void test_bf16_kernels(void)
         return;
     }
     test_f16_kernel();
+    test_bf16_pairs();
     for (int dp = 0; dp < 2; dp++) {
         if (dp && !lm_cpu_features()->avx512bf16) {
             printf("bf16 avx512bf16 kernel: no AVX512_BF16 here, skipped\n");

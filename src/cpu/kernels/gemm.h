@@ -93,11 +93,12 @@ void lm_cpu_gemm_init_avx512_int8(struct lm_cpu_kernels *k);
  * through F16 by fp32_round_fp16_row_avx512 (the values of the F16 rows of
  * the other levels), for BF16 weights rounded through BF16 (the AVX2
  * encoder). The F16 and BF16 (shift/FMA) kernels give the generic kernels'
- * bits; F32 differs by FMA only. The table gets gemm_bf16x8_f32_avx512;
- * gemm_bf16x8_f32_avx512bf16 (vdpbf16ps: call only when
- * lm_cpu_features()->avx512bf16; it rounds to nearest even and flushes
- * denormal inputs and outputs whatever MXCSR says) measured slower on
- * Sapphire Rapids and is not installed; it is tested by name. */
+ * bits; F32 differs by FMA only. gemm_bf16x8_f32_avx512bf16 (vdpbf16ps:
+ * call only when lm_cpu_features()->avx512bf16; it rounds to nearest even
+ * and flushes denormal inputs and outputs whatever MXCSR says) reads pair
+ * rows instead (fp32_to_bf16_pairs_row_avx512, gemm_vt BF16); the table
+ * takes it on AMD CPUs (faster on Zen 4), gemm_bf16x8_f32_avx512 elsewhere
+ * (Sapphire Rapids: vdpbf16ps is slow). Both are tested by name. */
 void gemm_f16x8_f32_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                            const int16_t *ysum, int nc);
 void gemm_bf16x8_f32_avx512bf16(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
@@ -106,6 +107,11 @@ void gemm_bf16x8_f32_avx512(int64_t k, float *s, size_t ldc, const void *x, cons
                             const int16_t *ysum, int nc);
 void gemm_f32x8_f32_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                            const int16_t *ysum, int nc);
+/* The dpbf16 kernel's activation encoder: n floats (n a multiple of 16) to
+ * n BF16 words, each lm_fp32_to_bf16(x), in the pair order of the bf16x8
+ * chunks: within each 16 elements, words 2t and 2t + 1 are elements t and
+ * 8 + t (t = 0..7). */
+void fp32_to_bf16_pairs_row_avx512(const float *x, void *y, int64_t n);
 /* The F16 weights' activation encoder (gemm_from_float): n floats (any
  * n >= 0) to n floats, each lm_fp16_to_fp32(lm_fp32_to_fp16(x)) (RNE, NaN
  * made quiet): the same bits for every input. */

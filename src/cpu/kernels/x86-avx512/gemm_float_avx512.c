@@ -88,11 +88,13 @@ static inline __m512 loadw(enum wkind kind, const char *p, int h)
     return _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32((int)0xffff0000u)));
 }
 
-/* The activations of chunk j (pass h) of the F32 row at y, in both halves. */
-static inline __m512 loada(enum wkind kind, const float *y, int64_t j, int h, __m512i perm)
+/* The activations of chunk j (pass h) of the row at y, in both halves: F32
+ * rows, or for the dpbf16 kernel the 32 bytes of the pair row
+ * (fp32_to_bf16_pairs_row_avx512): a load, no ALU op. */
+static inline __m512 loada(enum wkind kind, const float *y, int64_t j, int h)
 {
     if (kind == W_BF16DP)
-        return _mm512_castsi512_ps(_mm512_permutexvar_epi16(perm, _mm512_loadu_si512(y + 16 * j)));
+        return _mm512_castsi512_ps(_mm512_broadcast_i32x8(_mm256_loadu_si256((const __m256i *)(y + 8 * j))));
     return _mm512_broadcast_f32x8(_mm256_loadu_ps(y + CE_OF(kind) * j + 8 * h));
 }
 
@@ -131,9 +133,6 @@ static inline __attribute__((always_inline)) void tile(enum wkind kind, const in
                                                         size_t pf, const char *y, size_t by, float *s, size_t ldc)
 {
     const size_t rb = RB_OF(kind), chunk = LM_REPACK_ROWS * rb;
-    /* word i of [pairs | pairs]: bf16 of element t = (i % 16) / 2 (even i) or 8 + t (odd i) */
-    const __m512i perm = _mm512_set_epi16(31, 15, 29, 13, 27, 11, 25, 9, 23, 7, 21, 5, 19, 3, 17, 1, 31, 15, 29, 13,
-                                          27, 11, 25, 9, 23, 7, 21, 5, 19, 3, 17, 1);
     __m512 acc[4][MAX_C];
     for (int p = 0; p < 4; p++)
         for (int c = 0; c < C; c++)
@@ -147,7 +146,7 @@ static inline __attribute__((always_inline)) void tile(enum wkind kind, const in
             for (int p = 0; p < 4; p++)
                 wv[p] = loadw(kind, wj + (size_t)p * 2 * rb, h);
             for (int c = 0; c < C; c++) {
-                const __m512 a = loada(kind, (const float *)(y + (size_t)c * by), j, h, perm);
+                const __m512 a = loada(kind, (const float *)(y + (size_t)c * by), j, h);
                 for (int p = 0; p < 4; p++)
                     acc[p][c] = madd(kind, wv[p], a, acc[p][c]);
             }
@@ -224,6 +223,27 @@ void gemm_f32x8_f32_avx512(int64_t k, float *s, size_t ldc, const void *x, const
     gemm_float(f32_tiles, LM_REPACK_FK, 32, k, s, ldc, x, y, by, nc);
 }
 
+/* Contract: gemm.h. Per 16 elements: the RNE rounding of lm_fp32_to_bf16
+ * (integer adds, NaN made quiet), truncated to words (vpmovdw), then the
+ * words of elements t and 8 + t interleaved (the weights' pairing). */
+void fp32_to_bf16_pairs_row_avx512(const float *x, void *vy, int64_t n)
+{
+    char *y = vy;
+    const __m512i one = _mm512_set1_epi32(1), bias = _mm512_set1_epi32(0x7fff), quiet = _mm512_set1_epi32(64);
+    const __m512i abs = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
+    for (int64_t i = 0; i + 16 <= n; i += 16) {
+        const __m512i u = _mm512_castps_si512(_mm512_loadu_ps(x + i));
+        const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), one);
+        __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(bias, lsb)), 16);
+        const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, abs), inf);
+        r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), quiet);
+        const __m256i w = _mm512_cvtepi32_epi16(r); /* elements 0..15 */
+        const __m128i lo = _mm256_castsi256_si128(w), hi = _mm256_extracti128_si256(w, 1);
+        _mm_storeu_si128((__m128i *)(y + 2 * i), _mm_unpacklo_epi16(lo, hi));
+        _mm_storeu_si128((__m128i *)(y + 2 * i + 16), _mm_unpackhi_epi16(lo, hi));
+    }
+}
+
 /* Contract: gemm.h. vcvtps2ph (RNE, immediate rounding) then vcvtph2ps: the
  * bits of lm_fp32_to_fp16 / lm_fp16_to_fp32 (NaN: quiet, payload's top bits
  * kept by both); the tail by a masked load and store. */
@@ -255,6 +275,12 @@ void lm_cpu_gemm_init_avx512_float(struct lm_cpu_kernels *k)
     k->type[LM_TYPE_F16].gemm_vt = LM_TYPE_F32;
     k->type[LM_TYPE_F16].gemm_from_float = fp32_round_fp16_row_avx512;
     const struct lm_cpu_features *f = lm_cpu_features();
-    k->type[LM_TYPE_BF16].gemm_x8 = f->avx512bf16 && f->amd ? gemm_bf16x8_f32_avx512bf16 : gemm_bf16x8_f32_avx512;
+    if (f->avx512bf16 && f->amd) {
+        k->type[LM_TYPE_BF16].gemm_x8 = gemm_bf16x8_f32_avx512bf16;
+        k->type[LM_TYPE_BF16].gemm_vt = LM_TYPE_BF16; /* the pair rows' size: 2 bytes per element */
+        k->type[LM_TYPE_BF16].gemm_from_float = fp32_to_bf16_pairs_row_avx512;
+    } else {
+        k->type[LM_TYPE_BF16].gemm_x8 = gemm_bf16x8_f32_avx512;
+    }
     k->type[LM_TYPE_F32].gemm_x8 = gemm_f32x8_f32_avx512;
 }
