@@ -88,7 +88,7 @@ static inline __m512i fold2(__m512i a, __m512i b)
 /* Prefetch one group block `bytes` (a constant) ahead by LM_GEMM_PREFETCH. */
 static inline __attribute__((always_inline)) void prefetch_block(const void *p, int bytes)
 {
-    for (int o = 0; lm_avx512_prefetch && o < bytes; o += 64)
+    for (int o = 0; o < bytes; o += 64)
         _mm_prefetch((const char *)p + LM_GEMM_PREFETCH + o, _MM_HINT_T0);
 }
 

@@ -185,7 +185,7 @@ static void gemm_float(const tile_fn *t, int ce, size_t rb, int64_t k, float *s,
     const int ntiles = (nc + MAX_C - 1) / MAX_C;
     for (int i = 0, c = 0; i < ntiles; i++) {
         const int n = (nc - c + (ntiles - i) - 1) / (ntiles - i);
-        const size_t pf = !lm_avx512_prefetch ? 0 : nc == 1 ? LM_AVX512_GEMM_PREFETCH : i == 0 ? group : 0;
+        const size_t pf = nc == 1 ? (lm_avx512_prefetch ? LM_AVX512_GEMM_PREFETCH : 0) : i == 0 ? group : 0;
         t[n](nk, x, pf, y + (size_t)c * by, by, s + (size_t)c * ldc, ldc);
         c += n;
     }

@@ -115,7 +115,9 @@ static inline __m512i fold2(__m512i a, __m512i b)
     return _mm512_add_epi32(_mm512_permutex2var_epi32(a, ev, b), _mm512_permutex2var_epi32(a, od, b));
 }
 
-/* Q6_K prefetches on every CPU: its one-column kernel is compute-bound (8-10
+/* Prefetch `bytes` of the group LM_GEMM_PREFETCH ahead when `on`: always
+ * for several columns; for one, where lm_avx512_prefetch says, except Q6_K,
+ * which prefetches on every CPU: its one-column kernel is compute-bound (8-10
  * GB/s per thread) and still gains from it on Zen 4 (8.1 -> 10.0 GB/s,
  * bench_gemm stream), where the other types lose (Q4_K 30.4 -> 23.5). */
 static inline __attribute__((always_inline)) void prefetch_group(const void *p, int bytes, bool on)
@@ -353,7 +355,7 @@ static inline __attribute__((always_inline)) void kq_gemm(enum kt t, int64_t k, 
         const char *w = (const char *)x + (size_t)b * bw;
         const lm_fp16 *d16 = (const lm_fp16 *)w, *dmin16 = d16 + LM_REPACK_ROWS; /* d[8], then dmin[8] */
         struct kdec d;
-        prefetch_group(w, (int)bw, t == KT_Q6 || lm_avx512_prefetch);
+        prefetch_group(w, (int)bw, nc > 1 || t == KT_Q6 || lm_avx512_prefetch);
         if (t == KT_Q2)
             q2k_decode((const struct lm_block_q2_Kx8 *)w, &d);
         else if (t == KT_Q3)
