@@ -107,10 +107,10 @@ void gemm_bf16x8_f32_avx512(int64_t k, float *s, size_t ldc, const void *x, cons
                             const int16_t *ysum, int nc);
 void gemm_f32x8_f32_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                            const int16_t *ysum, int nc);
-/* The dpbf16 kernel's activation encoder: n floats (n a multiple of 16) to
- * n BF16 words, each lm_fp32_to_bf16(x), in the pair order of the bf16x8
- * chunks: within each 16 elements, words 2t and 2t + 1 are elements t and
- * 8 + t (t = 0..7). */
+/* The activation encoder of the dpbf16 kernel and of the AMX BF16 panel:
+ * n floats (n a multiple of 16) to n BF16 words, each lm_fp32_to_bf16(x), in
+ * the pair order of the bf16x8 chunks: within each 16 elements, words 2t and
+ * 2t + 1 are elements t and 8 + t (t = 0..7). */
 void fp32_to_bf16_pairs_row_avx512(const float *x, void *y, int64_t n);
 /* The F16 weights' activation encoder (gemm_from_float): n floats (any
  * n >= 0) to n floats, each lm_fp16_to_fp32(lm_fp32_to_fp16(x)) (RNE, NaN

@@ -225,7 +225,6 @@ void gemm_panel_f16x8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float
                           const void *y, size_t by, int64_t n, void *scratch);
 size_t gemm_panel_bf16x8_scratch_amx(int64_t k);
 size_t gemm_panel_f16x8_scratch_amx(int64_t k);
-void panel_from_float_bf16_amx(const float *x, void *y, int64_t n); /* n a multiple of 16 */
 void panel_from_float_f16_amx(const float *x, void *y, int64_t n);  /* any n */
 /* Quantized weights (q4_0x8, q8_0x8, q4_Kx8, q5_Kx8, q6_Kx8): each group's
  * k-range unpacked and decoded to F32 (the AVX-512 decoders) in the scratch,

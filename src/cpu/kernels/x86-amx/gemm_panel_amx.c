@@ -25,7 +25,8 @@
  * Numerics. BF16 weights: activations rounded to BF16 (RNE, the values of
  * the gemm_x8 path), one TDP per k-block; the k pairing is the bf16x8 word
  * (elements t and t + 8 of each 16-element chunk), so activation rows are
- * stored in that order (panel_from_float_bf16_amx) and the weight conversion
+ * stored in that order (fp32_to_bf16_pairs_row_avx512, the AVX-512 dpbf16
+ * kernel's encoder) and the weight conversion
  * is a pure transpose. F16 weights: activations rounded to F16 (as every F16
  * dot path), then a = ah + al exactly (ah = bf16(a) RNE, al = a - ah: F16 has
  * 11 significant bits, so al fits in BF16), weights w = wh + wl alike when
@@ -474,7 +475,7 @@ static void panel(const struct wfmt *w, int64_t k, int64_t n_groups, size_t grou
     _tile_release();
 }
 
-/* Contract: kernels.h lm_gemm_panel_fn (y: panel_from_float_bf16_amx rows). */
+/* Contract: kernels.h lm_gemm_panel_fn (y: fp32_to_bf16_pairs_row_avx512 rows). */
 void gemm_panel_bf16x8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc, const void *x,
                            const void *y, size_t by, int64_t n, void *scratch)
 {
@@ -519,26 +520,6 @@ PANEL_QUANT(q5_Kx8, LM_TYPE_Q5_K, lm_unpack_q5_Kx8, dequantize_row_q5_K_avx512)
 PANEL_QUANT(q6_Kx8, LM_TYPE_Q6_K, lm_unpack_q6_Kx8, dequantize_row_q6_K_avx512)
 
 /* ---- activation encoders ---- */
-
-/* BF16 rows in bf16x8 order: word t of chunk j = bf16(x[16j + t]) |
- * bf16(x[16j + 8 + t]) << 16, each rounded as lm_fp32_to_bf16 (RNE, NaN made
- * quiet). n a multiple of 16. */
-void panel_from_float_bf16_amx(const float *x, void *y, int64_t n)
-{
-    const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
-    const __m512i one = _mm512_set1_epi32(1), half = _mm512_set1_epi32(0x7fff), quiet = _mm512_set1_epi32(64);
-    char *out = y;
-    for (int64_t j = 0; j + 16 <= n; j += 16) {
-        const __m512i u = _mm512_loadu_si512(x + j);
-        const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, abs_mask), inf);
-        const __m512i hi = _mm512_srli_epi32(u, 16);
-        __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(half, _mm512_and_si512(hi, one)));
-        r = _mm512_mask_blend_epi32(nan, _mm512_srli_epi32(r, 16), _mm512_or_si512(hi, quiet));
-        const __m256i w = _mm256_or_si256(_mm512_castsi512_si256(r),
-                                          _mm256_slli_epi32(_mm512_extracti64x4_epi64(r, 1), 16));
-        _mm256_storeu_si256((__m256i *)(out + j * 2), w);
-    }
-}
 
 /* F16 weights' activation rows (kernels.h): split into bf16 hi (y[0..n))
  * and lo (y[n..2n)): f = fp16(x) RNE, hi = bf16(f) RNE, lo = f - hi (exact).

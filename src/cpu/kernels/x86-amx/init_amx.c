@@ -5,6 +5,7 @@
  * panel GEMM of F16, BF16 and quantized weights (prompt processing); token
  * generation and small batches keep the AVX-512 gemm_x8 kernels.
  */
+#include "cpu/kernels/gemm.h"
 #include "cpu/kernels/kernels.h"
 
 /* Activation counts below these use gemm_x8. bench_gemm K=2048, 256 rows, one
@@ -42,7 +43,7 @@ static void set_panel(struct lm_cpu_type_kernels *t, lm_gemm_panel_fn fn, enum l
 void lm_cpu_kernels_init_amx(struct lm_cpu_kernels *k)
 {
     struct lm_cpu_type_kernels *t = k->type;
-    set_panel(&t[LM_TYPE_BF16], gemm_panel_bf16x8_amx, LM_TYPE_BF16, panel_from_float_bf16_amx,
+    set_panel(&t[LM_TYPE_BF16], gemm_panel_bf16x8_amx, LM_TYPE_BF16, fp32_to_bf16_pairs_row_avx512,
               gemm_panel_bf16x8_scratch_amx, PANEL_MIN_N_BF16);
     set_panel(&t[LM_TYPE_F16], gemm_panel_f16x8_amx, LM_TYPE_F32, panel_from_float_f16_amx,
               gemm_panel_f16x8_scratch_amx, PANEL_MIN_N_F16);
