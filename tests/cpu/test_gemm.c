@@ -307,7 +307,7 @@ static void test_kernels_k(enum lm_type type)
 
 /* The K activation values an encoded row holds, in element order: the
  * gemm_vt decoder, but for the pair rows of the AVX-512 dpbf16 kernel
- * (gemm.h: words 2t, 2t + 1 of each 16 are elements t, 8 + t). */
+ * (gemm.h, lm_bf16_pair_word). */
 static bool pair_encoder(lm_from_float_fn enc)
 {
 #if defined(__x86_64__) || defined(_M_X64)
@@ -326,7 +326,7 @@ static void decode_act(const struct lm_cpu_type_kernels *tk, const char *act, fl
     }
     const lm_bf16 *w = (const lm_bf16 *)act;
     for (int64_t i = 0; i < K; i++)
-        af[i] = lm_bf16_to_fp32(w[i / 16 * 16 + (i % 16 < 8 ? 2 * (i % 16) : 2 * (i % 16 - 8) + 1)]);
+        af[i] = lm_bf16_to_fp32(w[lm_bf16_pair_word(i)]);
 }
 
 /* Values in [-1, 1), or small integers (exact: every partial sum of a dot is

@@ -167,7 +167,7 @@ static void test_bf16_pairs(void)
             memset(got, 0x5a, sizeof got);
             memset(want, 0x5a, sizeof want);
             for (int i = 0; i < n; i++)
-                want[i / 16 * 16 + (i % 16 < 8 ? 2 * (i % 16) : 2 * (i % 16 - 8) + 1)] = lm_fp32_to_bf16(x[off + i]);
+                want[lm_bf16_pair_word(i)] = lm_fp32_to_bf16(x[off + i]);
             fp32_to_bf16_pairs_row_avx512(x + off, got, n);
             CHECKF(!memcmp(got, want, sizeof got), "bf16 pair encoder, n %d offset %d: wrong words", n, off);
         }

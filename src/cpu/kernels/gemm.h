@@ -112,6 +112,12 @@ void gemm_f32x8_f32_avx512(int64_t k, float *s, size_t ldc, const void *x, const
  * the pair order of the bf16x8 chunks: within each 16 elements, words 2t and
  * 2t + 1 are elements t and 8 + t (t = 0..7). */
 void fp32_to_bf16_pairs_row_avx512(const float *x, void *y, int64_t n);
+/* The word of a pair row that holds element i. */
+static inline int64_t lm_bf16_pair_word(int64_t i)
+{
+    const int64_t t = i % 16;
+    return i - t + (t < 8 ? 2 * t : 2 * (t - 8) + 1);
+}
 /* The F16 weights' activation encoder (gemm_from_float): n floats (any
  * n >= 0) to n floats, each lm_fp16_to_fp32(lm_fp32_to_fp16(x)) (RNE, NaN
  * made quiet): the same bits for every input. */

@@ -3,9 +3,9 @@
  * Included only by files of this folder (compiled with -mavx512f/bw/vl/dq/
  * vnni/bf16/vbmi -mfma -mf16c -mbmi2; AVX2 instructions are available too).
  * Everything is static inline and pure, but for one flag set at init
- * (lm_avx512_prefetch). Helpers that read memory
- * say how many bytes they touch: none reads past what it is asked for
- * (masked loads never fault on masked-off bytes).
+ * (lm_avx512_prefetch). Helpers that read memory say how many bytes they
+ * touch: none reads past what it is asked for (masked loads never fault on
+ * masked-off bytes).
  */
 #ifndef LM_CPU_AVX512_UTIL_H
 #define LM_CPU_AVX512_UTIL_H
@@ -44,7 +44,6 @@ static inline __attribute__((always_inline)) void avx512_prefetch(const void *p,
     for (int o = 0; LM_AVX512_PREFETCH > 0 && o < bytes; o += 64)
         _mm_prefetch((const char *)p + LM_AVX512_PREFETCH + o, _MM_HINT_T0);
 }
-
 
 /* The low n bits set (n in 0..64): the byte mask of an n-byte masked load. */
 static inline __mmask64 avx512_mask64(int n) { return n >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << n) - 1; }

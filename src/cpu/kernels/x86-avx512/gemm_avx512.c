@@ -265,9 +265,10 @@ static void q4_0_col1(int64_t nb, const struct lm_block_q4_0x8 *w, const struct 
                       const int16_t *ysum, float *s)
 {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const bool pf = lm_avx512_prefetch;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        for (int o = 0; lm_avx512_prefetch && o < (int)sizeof w[b]; o += 64)
+        for (int o = 0; pf && o < (int)sizeof w[b]; o += 64)
             _mm_prefetch((const char *)(w + b) + LM_GEMM_COL1_PREFETCH + o, LM_GEMM_COL1_HINT);
         __m256i s32 = _mm256_set1_epi32(-8 * (int32_t)ysum[b]);
         for (int ch = 0; ch < 4; ch++) {
@@ -285,9 +286,10 @@ static void q8_0_col1(int64_t nb, const struct lm_block_q8_0x8 *w, const struct 
                       const int16_t *ysum, float *s)
 {
     const __m256i bias = _mm256_set1_epi8((char)0x80);
+    const bool pf = lm_avx512_prefetch;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        for (int o = 0; lm_avx512_prefetch && o < (int)sizeof w[b]; o += 64)
+        for (int o = 0; pf && o < (int)sizeof w[b]; o += 64)
             _mm_prefetch((const char *)(w + b) + LM_GEMM_COL1_PREFETCH + o, LM_GEMM_COL1_HINT);
         __m256i s32 = _mm256_set1_epi32(-128 * (int32_t)ysum[b]);
         for (int j = 0; j < 8; j++) {

@@ -13,7 +13,7 @@
  * its nc columns into ceil(nc / 6) tiles of near-equal width (16 = 6+5+5),
  * so each tile widens a chunk's weights once for up to 6 columns.
  *
- * Activation rows (gemm_vt F32 for all three):
+ * Activation rows (gemm_vt F32, but for the dpbf16 kernel):
  *   F16 weights: F32 rows rounded through F16 (fp32_round_fp16_row_avx512,
  *     fp16->fp32(fp32->fp16(x)), RNE: the values of the F16 rows of the other
  *     levels), read with vbroadcastf32x8 (a load, no ALU op): the weights'
@@ -21,10 +21,10 @@
  *   BF16 weights: F32 rows rounded through BF16 (the AVX2 level's encoder,
  *     unchanged); weights widened by one shift (elements 0..7 of a chunk) or
  *     one mask (8..15) of the same 64 bytes, two passes per chunk.
- *     gemm_bf16x8_f32_avx512bf16 (not installed, see below): one vpermw per
- *     column and chunk turns the chunk's 16 floats (bf16 in each high half,
- *     exact: rounded already) into [pairs | pairs], word t = (a[16j+t],
- *     a[16j+8+t]) as the weights pair them, then vdpbf16ps.
+ *     gemm_bf16x8_f32_avx512bf16 (the table's on AMD, see below) reads pair
+ *     rows instead (gemm_vt BF16, fp32_to_bf16_pairs_row_avx512: word 2t,
+ *     2t+1 = a[16j+t], a[16j+8+t] as the weights pair them): one 32-byte
+ *     broadcast per column and chunk, then vdpbf16ps.
  *   F32 weights: F32 rows.
  *
  * Numerics: F16 and BF16 products are exact in F32, each lane sums in the
@@ -43,11 +43,12 @@
  * F16 avx2 35.9 -> avx512 69.7 (1.9x), BF16 32.0 -> 71.2 (2.2x), F32 28.3 ->
  * 64.4 (2.3x). BF16 with vdpbf16ps: 47.4 (1.5x): vdpbf16ps zmm issues at one
  * per 2 cycles here (1.77 G/s vs 7.0 G/s for vfmadd231ps, 24 independent
- * chains), so 32 MACs per dpbf16 lose to 16 per FMA at 4x the rate; it may
- * win where it runs at full rate (Zen 4: untested). F16 rows read as F16
- * (vbroadcasti128 + vcvtph2ps per column) instead of F32 rows: 56.7 vs 73.7
- * in L2, equal on a 2048 x 2048 matrix. One column (token generation),
- * 128 MiB F16 streamed from DRAM: 7.7 vs 7.5 (avx2), equal (bandwidth);
+ * chains), so 32 MACs per dpbf16 lose to 16 per FMA at 4x the rate. Zen 4
+ * issues both at ~3.5 G/s: dpbf16 with pair rows 113 vs FMA 56-58. F16 rows
+ * read as F16 (vbroadcasti128 + vcvtph2ps per column) instead of F32 rows:
+ * 56.7 vs 73.7 in L2, equal on a 2048 x 2048 matrix. One column (token
+ * generation), 128 MiB F16 streamed from DRAM: 7.7 vs 7.5 (avx2), equal
+ * (bandwidth);
  * in L2 with 64-byte aligned weights (the repack buffer's alignment) F16
  * 34.2 vs 30.1, BF16 35.8 vs 34.4, F32 23.2 vs 22.0; with malloc's 16-byte
  * alignment (bench_gemm) every zmm load splits a line: F32 19.9 vs 21.6.

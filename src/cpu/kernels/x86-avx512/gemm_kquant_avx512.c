@@ -351,11 +351,12 @@ static inline __attribute__((always_inline)) void kq_gemm(enum kt t, int64_t k, 
     __m512 acc[LM_GEMM_MAX_NC / 2];
     for (int p = 0; p < (nc + 1) / 2; p++)
         acc[p] = _mm512_setzero_ps();
+    const bool pf = nc > 1 || t == KT_Q6 || lm_avx512_prefetch;
     for (int64_t b = 0; b < k / LM_QK_K; b++) {
         const char *w = (const char *)x + (size_t)b * bw;
         const lm_fp16 *d16 = (const lm_fp16 *)w, *dmin16 = d16 + LM_REPACK_ROWS; /* d[8], then dmin[8] */
         struct kdec d;
-        prefetch_group(w, (int)bw, nc > 1 || t == KT_Q6 || lm_avx512_prefetch);
+        prefetch_group(w, (int)bw, pf);
         if (t == KT_Q2)
             q2k_decode((const struct lm_block_q2_Kx8 *)w, &d);
         else if (t == KT_Q3)
