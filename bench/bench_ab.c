@@ -1,0 +1,159 @@
+/* bench_ab.c - an in-process A/B of token generation: two variants of lamina
+ * that an environment variable selects, measured in the same minutes.
+ *
+ * The machines this project measures on change their read bandwidth by up to
+ * 20 % from one minute to the next, so two process runs one after the other
+ * cannot resolve a 1-3 % change. This program loads the model once, then
+ * decodes tokens one at a time and switches VAR between the values A and B
+ * every `block` tokens (A A B B A A ...), so both variants see the same
+ * minutes. It reports each variant's t/s and the ratio B / A, and the ratio's
+ * spread over the block pairs (mean ± standard error), which says whether a
+ * difference is real.
+ *
+ * The variable must be one lamina reads for every token: LAMINA_ATTN (read
+ * per graph build: `unfused` / anything else), or a getenv() one puts
+ * temporarily into the code under test. Variables read once at start-up
+ * (LAMINA_ISA, LAMINA_PREFETCH, LAMINA_HUGEPAGES, LAMINA_NO_REPACK) need two
+ * processes instead.
+ *
+ * Usage: bench_ab -m MODEL [-t threads (2)] [-n tokens (200)] [-c n_ctx (512)]
+ *                 [-b block (2)] VAR A B
+ * A client of llama.h only; weights read into memory (no mmap).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "llama.h"
+
+#define MAX_PAIRS 4096
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+struct ab_opts {
+    const char *model, *var, *val[2];
+    long n_tok, n_threads, n_ctx, block;
+};
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: bench_ab -m MODEL [-t threads] [-n tokens] [-c n_ctx] [-b block] VAR A B\n");
+    return 2;
+}
+
+/* A positive integer option value, or -1. */
+static long pos_arg(const char *s)
+{
+    char *end;
+    const long v = strtol(s, &end, 10);
+    return *s && !*end && v > 0 && v <= 1000000 ? v : -1;
+}
+
+static int parse(int argc, char **argv, struct ab_opts *o)
+{
+    int pos = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        long *num = strcmp(a, "-t") == 0   ? &o->n_threads
+                    : strcmp(a, "-n") == 0 ? &o->n_tok
+                    : strcmp(a, "-c") == 0 ? &o->n_ctx
+                    : strcmp(a, "-b") == 0 ? &o->block
+                                           : NULL;
+        if (strcmp(a, "-m") == 0 && i + 1 < argc) {
+            o->model = argv[++i];
+        } else if (num && i + 1 < argc) {
+            if ((*num = pos_arg(argv[++i])) < 0) {
+                fprintf(stderr, "bench_ab: %s needs a positive integer, got '%s'\n", a, argv[i]);
+                return -1;
+            }
+        } else if (a[0] != '-' && pos < 3) {
+            if (pos == 0)
+                o->var = a;
+            else
+                o->val[pos - 1] = a;
+            pos++;
+        } else {
+            return -1;
+        }
+    }
+    return o->model && pos == 3 && o->n_ctx >= 2 ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+    struct ab_opts o = {NULL, NULL, {NULL, NULL}, 200, 2, 512, 2};
+    if (parse(argc, argv, &o))
+        return usage();
+    llama_backend_init(false);
+    struct llama_model_params mp = llama_model_default_params();
+    mp.use_mmap = false;
+    struct llama_model *model = llama_load_model_from_file(o.model, mp);
+    if (!model) {
+        fprintf(stderr, "bench_ab: cannot load %s\n", o.model);
+        return 1;
+    }
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = (uint32_t)o.n_ctx;
+    cp.n_threads = cp.n_threads_batch = (uint32_t)o.n_threads;
+    struct llama_context *ctx = llama_new_context_with_model(model, cp);
+    if (!ctx) {
+        fprintf(stderr, "bench_ab: cannot make a context\n");
+        llama_free_model(model);
+        return 1;
+    }
+    const int n_vocab = llama_n_vocab(model);
+    double total[2] = {0, 0}, blk[2] = {0, 0}, ratio[MAX_PAIRS];
+    long count[2] = {0, 0}, n_pairs = 0;
+    llama_token tok = 1;
+    llama_pos pos = 0;
+    int rc = 0;
+    /* 2 blocks of warm-up, then whole pairs of blocks (A then B) */
+    const long n_blocks = 2 + 2 * ((o.n_tok + 2 * o.block - 1) / (2 * o.block));
+    for (long b = 0; b < n_blocks && rc == 0; b++) {
+        const int v = (int)(b % 2);
+        setenv(o.var, o.val[v], 1);
+        blk[v] = 0;
+        for (long i = 0; i < o.block; i++) {
+            if (pos >= o.n_ctx - 1) { /* start over: every token sees a short context */
+                llama_kv_cache_clear(ctx);
+                pos = 0;
+            }
+            const double t0 = now();
+            if (llama_decode(ctx, llama_batch_get_one(&tok, 1, pos, 0)) != 0) {
+                fprintf(stderr, "bench_ab: decode failed at position %d\n", (int)pos);
+                rc = 1;
+                break;
+            }
+            blk[v] += now() - t0;
+            pos++;
+            tok = (llama_token)((tok * 7 + 13) % n_vocab); /* tokens do not change the work */
+        }
+        if (b < 2)
+            continue;
+        total[v] += blk[v];
+        count[v] += o.block;
+        if (v == 1 && n_pairs < MAX_PAIRS)
+            ratio[n_pairs++] = blk[0] / blk[1]; /* B's speed over A's in the same minute */
+    }
+    if (rc == 0 && n_pairs > 0) {
+        double mean = 0, var = 0;
+        for (long i = 0; i < n_pairs; i++)
+            mean += ratio[i] / (double)n_pairs;
+        for (long i = 0; i < n_pairs; i++)
+            var += (ratio[i] - mean) * (ratio[i] - mean) / (double)(n_pairs > 1 ? n_pairs - 1 : 1);
+        const double ta = (double)count[0] / total[0], tb = (double)count[1] / total[1];
+        printf("%s=%s: %.3f t/s   %s=%s: %.3f t/s   B/A %.4f (per block pair %.4f +- %.4f, %ld pairs)\n", o.var,
+               o.val[0], ta, o.var, o.val[1], tb, tb / ta, mean, sqrt(var / (double)n_pairs), n_pairs);
+    }
+    llama_free(ctx);
+    llama_free_model(model);
+    llama_backend_free();
+    return rc;
+}
