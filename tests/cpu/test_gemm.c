@@ -615,10 +615,90 @@ static void test_kernels_int(enum lm_type type)
            lm_type_name(type), cases, compared, worst);
 }
 
+/* ---- gemv_x8 (one column over many groups) against gemm_x8 with nc == 1 ---- */
+
+/* G groups of random weights (G = 1..21: every mix of the 8/4/2/1-group
+ * steps, odd group counts) against one activation row, through every
+ * level's gemv_x8: each group's 8 results bit-identical to that level's
+ * gemm_x8 with one column, nothing written past 8 G. Returns the runs. */
+static int gemv_case(enum lm_type type, int64_t K, int64_t G)
+{
+    const int64_t M = G * LM_REPACK_ROWS;
+    const size_t row = lm_row_size(type, K), group = row * LM_REPACK_ROWS;
+    char *plain = malloc(row * (size_t)M), *packed = malloc(row * (size_t)M);
+    float *wf = malloc(sizeof(float) * (size_t)(K * M)), *xf = malloc(sizeof(float) * (size_t)K);
+    char *act = malloc(sizeof(float) * (size_t)K + 64);
+    int16_t *sums = malloc(sizeof(int16_t) * (size_t)(K / LM_QK));
+    float *got = malloc(sizeof(float) * (size_t)(M + 8)), want[LM_REPACK_ROWS];
+    int runs = 0;
+    for (int64_t i = 0; i < K * M; i++)
+        wf[i] = frand();
+    for (int64_t i = 0; i < K; i++)
+        xf[i] = frand();
+    if (is_k(type))
+        craft_weights(type, (uint8_t *)plain, M, K, false);
+    else if (type == LM_TYPE_Q4_0 || type == LM_TYPE_Q8_0)
+        craft_legacy(type, (uint8_t *)plain, M, K, false);
+    else
+        lm_quantize_chunk(type, wf, plain, 0, M, K, NULL);
+    lm_repack_rows(type, plain, packed, M, K);
+    for (int isa = 0; isa <= (int)lm_cpu_isa_best(); isa++) {
+        const struct lm_cpu_kernels *kt = lm_cpu_kernels_for((enum lm_cpu_isa)isa);
+        const struct lm_cpu_type_kernels *tk = kt ? &kt->type[type] : NULL;
+        if (!tk || !tk->gemv_x8)
+            continue;
+        CHECK(tk->gemm_x8 != NULL);
+        lm_from_float_fn enc = tk->gemm_from_float ? tk->gemm_from_float : kt->type[tk->gemm_vt].from_float;
+        enc(xf, act, K);
+        if (tk->gemm_sums)
+            for (int64_t b = 0; b < K / LM_QK; b++) {
+                int sum = 0;
+                for (int t = 0; t < LM_QK; t++)
+                    sum += ((const struct lm_block_q8_0 *)act)[b].qs[t];
+                sums[b] = (int16_t)sum;
+            }
+        for (int64_t i = 0; i < M + 8; i++)
+            got[i] = 1234.5f;
+        tk->gemv_x8(K, G, group, got, packed, act, tk->gemm_sums ? sums : NULL);
+        bool ok = true;
+        for (int64_t g = 0; g < G && ok; g++) {
+            tk->gemm_x8(K, want, 1, packed + (size_t)g * group, act, 0, tk->gemm_sums ? sums : NULL, 1);
+            ok = !memcmp(want, got + g * LM_REPACK_ROWS, sizeof want);
+            CHECKF(ok, "%s %s K%lld G%lld group %lld: gemv_x8 is not gemm_x8's bits", lm_type_name(type),
+                   lm_cpu_isa_name((enum lm_cpu_isa)isa), (long long)K, (long long)G, (long long)g);
+        }
+        for (int64_t i = M; i < M + 8 && ok; i++) {
+            ok = got[i] == 1234.5f;
+            CHECKF(ok, "%s %s G%lld: gemv_x8 wrote past its groups", lm_type_name(type),
+                   lm_cpu_isa_name((enum lm_cpu_isa)isa), (long long)G);
+        }
+        runs++;
+    }
+    free(plain);
+    free(packed);
+    free(wf);
+    free(xf);
+    free(act);
+    free(sums);
+    free(got);
+    return runs;
+}
+
+static void test_gemv(enum lm_type type)
+{
+    const int64_t km = lm_repack_desc(type)->k_multiple;
+    int runs = 0;
+    for (int64_t G = 1; G <= 21; G++)
+        runs += gemv_case(type, km * (is_k(type) || is_float(type) ? 1 + G % 3 : 1 + G % 5 * 7), G);
+    printf("%s: %d gemv_x8 runs bit-identical to gemm_x8 per group\n", lm_type_name(type), runs);
+}
+
 int main(void)
 {
     test_kernels_int(LM_TYPE_Q4_0);
     test_kernels_int(LM_TYPE_Q8_0);
+    test_gemv(LM_TYPE_Q4_0);
+    test_gemv(LM_TYPE_Q8_0);
     test_roundtrip(LM_TYPE_Q4_0);
     test_roundtrip(LM_TYPE_Q8_0);
     test_matmul(LM_TYPE_Q4_0);
@@ -628,6 +708,7 @@ int main(void)
         test_roundtrip(ktypes[i]);
         test_kernels_k(ktypes[i]);
         test_kernels_int(ktypes[i]);
+        test_gemv(ktypes[i]);
         test_matmul(ktypes[i]);
     }
     test_float_encoders();
@@ -635,6 +716,7 @@ int main(void)
         const enum lm_type type = t == 0 ? LM_TYPE_F16 : t == 1 ? LM_TYPE_BF16 : LM_TYPE_F32;
         test_roundtrip(type);
         test_kernels_float(type);
+        test_gemv(type);
         test_matmul(type);
     }
     return lm_test_summary();

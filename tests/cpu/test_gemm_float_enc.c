@@ -13,7 +13,9 @@
  *    denormal inputs (denormal weights: result 0); the FMA kernel
  *    bit-identical to generic on all of them (BF16 products are exact and
  *    its lanes sum in the generic order), and so is the AVX-512 table's F16
- *    kernel (F16 products exact too). */
+ *    kernel (F16 products exact too);
+ *  - the BF16 gemv kernels by name, each bit-identical per group to its
+ *    gemm with one column. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,6 +217,49 @@ static void test_f16_kernel(void)
     free(act16);
 }
 
+/* The BF16 gemv kernels by name (only one of the pair is in a table):
+ * G groups (1..13, every mix of the 4/2/1-group steps) against one
+ * activation row, each group's 8 results bit-identical to the same
+ * kernel family's gemm with one column, nothing written past 8 G. */
+static void test_bf16_gemv(int dp)
+{
+    enum { K = LM_REPACK_BFK * 3 };
+    const size_t group = lm_row_size(LM_TYPE_BF16, K) * LM_REPACK_ROWS;
+    const lm_gemm_fn gemm = dp ? gemm_bf16x8_f32_avx512bf16 : gemm_bf16x8_f32_avx512;
+    void (*const gemv)(int64_t, int64_t, size_t, float *, const void *, const void *, const int16_t *) =
+        dp ? gemv_bf16x8_f32_avx512bf16 : gemv_bf16x8_f32_avx512;
+    float *wf = malloc(sizeof(float) * K * LM_REPACK_ROWS * 13), xf[K], act[K];
+    char *plain = malloc(group * 13), *packed = malloc(group * 13);
+    lm_bf16 pairs[K];
+    float got[8 * 13 + 8], want[LM_REPACK_ROWS];
+    for (int i = 0; i < K * LM_REPACK_ROWS * 13; i++)
+        wf[i] = frand();
+    for (int i = 0; i < K; i++)
+        xf[i] = frand();
+    fp32_round_bf16_row_generic(xf, act, K);
+    fp32_to_bf16_pairs_row_avx512(xf, pairs, K);
+    const void *y = dp ? (const void *)pairs : (const void *)act;
+    lm_quantize_chunk(LM_TYPE_BF16, wf, plain, 0, LM_REPACK_ROWS * 13, K, NULL);
+    lm_repack_rows(LM_TYPE_BF16, plain, packed, LM_REPACK_ROWS * 13, K);
+    int runs = 0;
+    for (int64_t G = 1; G <= 13; G++, runs++) {
+        for (int i = 0; i < 8 * 13 + 8; i++)
+            got[i] = 1234.5f;
+        gemv(K, G, group, got, packed, y, NULL);
+        for (int64_t g = 0; g < G; g++) {
+            gemm(K, want, 1, packed + (size_t)g * group, y, 0, NULL, 1);
+            CHECKF(!memcmp(want, got + g * LM_REPACK_ROWS, sizeof want), "bf16 %s gemv G%lld group %lld: not the gemm bits",
+                   dp ? "avx512bf16" : "avx512", (long long)G, (long long)g);
+        }
+        for (int64_t i = G * LM_REPACK_ROWS; i < G * LM_REPACK_ROWS + 8; i++)
+            CHECKF(got[i] == 1234.5f, "bf16 gemv G%lld wrote past its groups", (long long)G);
+    }
+    printf("bf16 %s: %d direct gemv cases bit-identical to its gemm per group\n", dp ? "avx512bf16" : "avx512", runs);
+    free(wf);
+    free(plain);
+    free(packed);
+}
+
 static void test_bf16_kernels(void)
 {
     if (!lm_cpu_kernels_for(LM_ISA_AVX512)) {
@@ -239,6 +284,7 @@ static void test_bf16_kernels(void)
         }
         printf("bf16 %s: %d direct gemm cases, worst error / magnitude %.3g\n", dp ? "avx512bf16" : "avx512",
                cases, worst);
+        test_bf16_gemv(dp);
     }
 }
 #else

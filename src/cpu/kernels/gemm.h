@@ -74,6 +74,21 @@ void gemm_q4_0x8_q8_0_avx512(int64_t k, float *s, size_t ldc, const void *x, con
                              const int16_t *ysum, int nc);
 void gemm_q8_0x8_q8_0_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                              const int16_t *ysum, int nc);
+/* gemv_x8 (one column, up to 8 groups streamed at once): gemm_x8 above with nc == 1, bit for bit. */
+void gemv_q4_0x8_q8_0_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+                             const int16_t *ysum);
+void gemv_q8_0x8_q8_0_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+                             const int16_t *ysum);
+void gemv_q2_Kx8_q8_K_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+                             const int16_t *ysum);
+void gemv_q3_Kx8_q8_K_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+                             const int16_t *ysum);
+void gemv_q4_Kx8_q8_K_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+                             const int16_t *ysum);
+void gemv_q5_Kx8_q8_K_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+                             const int16_t *ysum);
+void gemv_q6_Kx8_q8_K_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+                             const int16_t *ysum);
 void gemm_q2_Kx8_q8_K_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                              const int16_t *ysum, int nc);
 void gemm_q3_Kx8_q8_K_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
@@ -99,6 +114,15 @@ void lm_cpu_gemm_init_avx512_int8(struct lm_cpu_kernels *k);
  * rows instead (fp32_to_bf16_pairs_row_avx512, gemm_vt BF16); the table
  * takes it on AMD CPUs (faster on Zen 4), gemm_bf16x8_f32_avx512 elsewhere
  * (Sapphire Rapids: vdpbf16ps is slow). Both are tested by name. */
+/* gemv_x8 of the float layouts (up to 4 groups streamed at once): gemm_x8 with nc == 1, bit for bit. */
+void gemv_f16x8_f32_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+                           const int16_t *ysum);
+void gemv_bf16x8_f32_avx512bf16(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x,
+                                const void *y, const int16_t *ysum);
+void gemv_bf16x8_f32_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+                            const int16_t *ysum);
+void gemv_f32x8_f32_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+                           const int16_t *ysum);
 void gemm_f16x8_f32_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                            const int16_t *ysum, int nc);
 void gemm_bf16x8_f32_avx512bf16(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,

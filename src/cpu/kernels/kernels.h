@@ -74,6 +74,17 @@ typedef void (*lm_gemm_fn)(int64_t k, float *s, size_t ldc, const void *x, const
                            const int16_t *ysum, int nc);
 #define LM_GEMM_MAX_NC 16
 
+/* One activation column over a range of repacked groups (token generation;
+ * optional slot): for g < n_groups (group g at x + g * group_bytes) and
+ * r < 8, s[8 g + r] = dot(row r of group g, y); y and ysum as gemm_x8 with
+ * nc == 1. Each result is bit-identical to gemm_x8 of the same table with
+ * nc == 1 on that group, so a level that sets gemm_x8 sets or clears this
+ * slot too. It exists for memory-level parallelism: the kernels stream up
+ * to 8 groups at once (one 8-row group streamed at a time leaves bandwidth
+ * unused: kernels.md "One column"). n_groups >= 1. */
+typedef void (*lm_gemv_fn)(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+                           const int16_t *ysum);
+
 /* Panel GEMM over a whole range of repacked groups (AMX level; optional slot):
  * for the 8-row groups [0, n_groups) of a repacked matrix at x (group g at
  * x + g * group_bytes, layouts of cpu/repack.h) and n activation rows (row c
@@ -107,6 +118,7 @@ struct lm_cpu_type_kernels {
     enum lm_type gemm_vt;        /* the activation rows gemm_x8 reads */
     lm_from_float_fn gemm_from_float; /* their encoder; NULL: type[gemm_vt].from_float */
     bool gemm_sums;              /* gemm_x8 reads Q8_0 activation block sums */
+    lm_gemv_fn gemv_x8;          /* gemm_x8 for one column over many groups, or NULL */
     /* Panel GEMM of repacked weights for many activation rows (prompt
      * processing), or NULL. The matmul uses it instead of gemm_x8 when the
      * activation count N >= panel_min_n and k % LM_GEMM_PANEL_K == 0; its

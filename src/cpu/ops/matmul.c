@@ -282,6 +282,11 @@ static void mm_gemm_one(const struct mm_ctx *c, const struct lm_cpu_params *p, s
     convert_row(c, scratch, 0, y);
     if (tk->gemm_sums)
         block_sums(y, K / LM_QK, sums);
+    if (tk->gemv_x8 && dst->nb[0] == sizeof(float)) { /* several groups streamed at once */
+        tk->gemv_x8(K, g1 - g0, group_bytes, lm_cpu_elem(dst, g0 * LM_REPACK_ROWS, 0, 0, 0),
+                    (const char *)a->data + (size_t)g0 * group_bytes, y, sums);
+        return;
+    }
     for (int64_t g = g0; g < g1; g++)
         tk->gemm_x8(K, lm_cpu_elem(dst, g * LM_REPACK_ROWS, 0, 0, 0), dst->nb[1] / sizeof(float),
                     (const char *)a->data + (size_t)g * group_bytes, y, c->b_row, sums, 1);

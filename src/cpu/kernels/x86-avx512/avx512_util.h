@@ -45,6 +45,23 @@ static inline __attribute__((always_inline)) void avx512_prefetch(const void *p,
         _mm_prefetch((const char *)p + LM_AVX512_PREFETCH + o, _MM_HINT_T0);
 }
 
+/* The gemv_x8 kernels' split of n groups into runs streamed together: runs
+ * of `most` groups (4 or 8), then halving (most / 2, ..., 1) for the rest,
+ * so every run has a compile-time group count in the kernel: step(ctx, g,
+ * r) computes groups g .. g + r - 1. */
+typedef void (*avx512_gemv_step)(const void *ctx, int64_t g, int r);
+static inline void avx512_gemv_runs(int64_t n, int most, avx512_gemv_step step, const void *ctx)
+{
+    int64_t g = 0;
+    for (; g + most <= n; g += most)
+        step(ctx, g, most);
+    for (int r = most / 2; r >= 1; r /= 2)
+        if (g + r <= n) {
+            step(ctx, g, r);
+            g += r;
+        }
+}
+
 /* The low n bits set (n in 0..64): the byte mask of an n-byte masked load. */
 static inline __mmask64 avx512_mask64(int n) { return n >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << n) - 1; }
 

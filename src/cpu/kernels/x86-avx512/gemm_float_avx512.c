@@ -192,6 +192,68 @@ static void gemm_float(const tile_fn *t, int ce, size_t rb, int64_t k, float *s,
     }
 }
 
+/* One column over R (constant, <= 4: 4R accumulators) groups at once
+ * (gemv_x8), group r at x + r * gb: per chunk, the chunk of each group with
+ * the activations loaded once; per group the operations of tile() with one
+ * column, in its order. */
+static inline __attribute__((always_inline)) void gemv_tile(enum wkind kind, const int R, int64_t nk, const char *x,
+                                                             size_t gb, size_t pf, const float *y, float *s)
+{
+    const size_t rb = RB_OF(kind), chunk = LM_REPACK_ROWS * rb;
+    __m512 acc[4][4];
+    for (int r = 0; r < R; r++)
+        for (int p = 0; p < 4; p++)
+            acc[r][p] = _mm512_setzero_ps();
+    for (int64_t j = 0; j < nk; j++) {
+        for (int r = 0; pf && r < R; r++)
+            prefetch_chunk(kind, x + (size_t)r * gb + (size_t)j * chunk + pf);
+        for (int h = 0; h < NH_OF(kind); h++) {
+            const __m512 a = loada(kind, y, j, h);
+            for (int r = 0; r < R; r++) {
+                const char *wj = x + (size_t)r * gb + (size_t)j * chunk;
+                for (int p = 0; p < 4; p++)
+                    acc[r][p] = madd(kind, loadw(kind, wj + (size_t)p * 2 * rb, h), a, acc[r][p]);
+            }
+        }
+    }
+    for (int r = 0; r < R; r++)
+        store8(s + 8 * r, acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
+}
+
+struct float_gemv {
+    int64_t nk;
+    size_t group_bytes;
+    const char *x;
+    const float *y;
+    float *s;
+};
+
+#define GEMV_FLOAT(NAME, STEP, KIND)                                                                              \
+    static void STEP(const void *ctx, int64_t g, int r)                                                           \
+    {                                                                                                             \
+        const struct float_gemv *c = ctx;                                                                         \
+        const char *x = c->x + (size_t)g * c->group_bytes;                                                        \
+        const size_t pf = lm_avx512_prefetch ? LM_AVX512_GEMM_PREFETCH : 0;                                       \
+        switch (r) {                                                                                              \
+        case 4: gemv_tile(KIND, 4, c->nk, x, c->group_bytes, pf, c->y, c->s + 8 * g); break;                      \
+        case 2: gemv_tile(KIND, 2, c->nk, x, c->group_bytes, pf, c->y, c->s + 8 * g); break;                      \
+        default: gemv_tile(KIND, 1, c->nk, x, c->group_bytes, pf, c->y, c->s + 8 * g); break;                     \
+        }                                                                                                         \
+    }                                                                                                             \
+    void NAME(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,          \
+              const int16_t *ysum)                                                                                \
+    {                                                                                                             \
+        (void)ysum;                                                                                               \
+        const struct float_gemv c = {k / CE_OF(KIND), group_bytes, x, y, s};                                      \
+        avx512_gemv_runs(n_groups, 4, STEP, &c);                                                                  \
+    }
+
+/* Contract: kernels.h lm_gemv_fn (the gemm_x8 kernels' activation rows below). */
+GEMV_FLOAT(gemv_f16x8_f32_avx512, f16_step, W_F16)
+GEMV_FLOAT(gemv_bf16x8_f32_avx512bf16, bf16dp_step, W_BF16DP)
+GEMV_FLOAT(gemv_bf16x8_f32_avx512, bf16_step, W_BF16)
+GEMV_FLOAT(gemv_f32x8_f32_avx512, f32_step, W_F32)
+
 /* Contract: kernels.h (y: F32 rows rounded through F16; ysum unused). */
 void gemm_f16x8_f32_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                            const int16_t *ysum, int nc)
@@ -273,15 +335,19 @@ void fp32_round_fp16_row_avx512(const float *x, void *vy, int64_t n)
 void lm_cpu_gemm_init_avx512_float(struct lm_cpu_kernels *k)
 {
     k->type[LM_TYPE_F16].gemm_x8 = gemm_f16x8_f32_avx512;
+    k->type[LM_TYPE_F16].gemv_x8 = gemv_f16x8_f32_avx512;
     k->type[LM_TYPE_F16].gemm_vt = LM_TYPE_F32;
     k->type[LM_TYPE_F16].gemm_from_float = fp32_round_fp16_row_avx512;
     const struct lm_cpu_features *f = lm_cpu_features();
     if (f->avx512bf16 && f->amd) {
         k->type[LM_TYPE_BF16].gemm_x8 = gemm_bf16x8_f32_avx512bf16;
+        k->type[LM_TYPE_BF16].gemv_x8 = gemv_bf16x8_f32_avx512bf16;
         k->type[LM_TYPE_BF16].gemm_vt = LM_TYPE_BF16; /* the pair rows' size: 2 bytes per element */
         k->type[LM_TYPE_BF16].gemm_from_float = fp32_to_bf16_pairs_row_avx512;
     } else {
         k->type[LM_TYPE_BF16].gemm_x8 = gemm_bf16x8_f32_avx512;
+        k->type[LM_TYPE_BF16].gemv_x8 = gemv_bf16x8_f32_avx512;
     }
     k->type[LM_TYPE_F32].gemm_x8 = gemm_f32x8_f32_avx512;
+    k->type[LM_TYPE_F32].gemv_x8 = gemv_f32x8_f32_avx512;
 }

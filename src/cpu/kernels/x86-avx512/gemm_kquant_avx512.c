@@ -337,42 +337,113 @@ static inline __attribute__((always_inline)) void kq_cols(enum kt t, const void 
     }
 }
 
-/* The GEMM of one type over NC (constant) columns: per super-block, decode
- * the scales once, then all columns (each unpacked code register is used by
- * every column before the next is made). */
+static inline size_t kq_block_bytes(enum kt t)
+{
+    return t == KT_Q2   ? sizeof(struct lm_block_q2_Kx8)
+           : t == KT_Q3 ? sizeof(struct lm_block_q3_Kx8)
+           : t == KT_Q4 ? sizeof(struct lm_block_q4_Kx8)
+           : t == KT_Q5 ? sizeof(struct lm_block_q5_Kx8)
+                        : sizeof(struct lm_block_q6_Kx8);
+}
+
+/* Super-block b of the group whose block b is at w, NC columns: decode the
+ * scales once, then all columns (each unpacked code register is used by
+ * every column before the next is made); prefetch first when `pf`. */
+static inline __attribute__((always_inline)) void kq_block(enum kt t, const char *w, const char *y, size_t by,
+                                                           int64_t b, __m512 *acc, const int nc, bool pf)
+{
+    const lm_fp16 *d16 = (const lm_fp16 *)w, *dmin16 = d16 + LM_REPACK_ROWS; /* d[8], then dmin[8] */
+    struct kdec d;
+    prefetch_group(w, (int)kq_block_bytes(t), pf);
+    if (t == KT_Q2)
+        q2k_decode((const struct lm_block_q2_Kx8 *)w, &d);
+    else if (t == KT_Q3)
+        q3k_decode((const struct lm_block_q3_Kx8 *)w, &d);
+    else if (t == KT_Q6)
+        q6k_decode((const struct lm_block_q6_Kx8 *)w, &d);
+    else if (t == KT_Q4)
+        k4_decode(((const struct lm_block_q4_Kx8 *)w)->sc, ((const struct lm_block_q4_Kx8 *)w)->mn, &d);
+    else
+        k4_decode(((const struct lm_block_q5_Kx8 *)w)->sc, ((const struct lm_block_q5_Kx8 *)w)->mn, &d);
+    kq_cols(t, w, d16, dmin16, &d, y, by, b, acc, nc);
+}
+
+/* Column c's 8 results from the pair accumulators. */
+static inline void kq_store(float *s, const __m512 *acc, int c)
+{
+    _mm256_storeu_ps(s, c % 2 ? _mm512_extractf32x8_ps(acc[c / 2], 1) : _mm512_castps512_ps256(acc[c / 2]));
+}
+
+/* The GEMM of one type over NC (constant) columns, super-block by super-block. */
 static inline __attribute__((always_inline)) void kq_gemm(enum kt t, int64_t k, float *s, size_t ldc, const void *x,
                                                           const char *y, size_t by, const int nc)
 {
-    const size_t bw = t == KT_Q2   ? sizeof(struct lm_block_q2_Kx8)
-                      : t == KT_Q3 ? sizeof(struct lm_block_q3_Kx8)
-                      : t == KT_Q4 ? sizeof(struct lm_block_q4_Kx8)
-                      : t == KT_Q5 ? sizeof(struct lm_block_q5_Kx8)
-                                   : sizeof(struct lm_block_q6_Kx8);
+    const size_t bw = kq_block_bytes(t);
     __m512 acc[LM_GEMM_MAX_NC / 2];
     for (int p = 0; p < (nc + 1) / 2; p++)
         acc[p] = _mm512_setzero_ps();
     const bool pf = nc > 1 || t == KT_Q6 || lm_avx512_prefetch;
-    for (int64_t b = 0; b < k / LM_QK_K; b++) {
-        const char *w = (const char *)x + (size_t)b * bw;
-        const lm_fp16 *d16 = (const lm_fp16 *)w, *dmin16 = d16 + LM_REPACK_ROWS; /* d[8], then dmin[8] */
-        struct kdec d;
-        prefetch_group(w, (int)bw, pf);
-        if (t == KT_Q2)
-            q2k_decode((const struct lm_block_q2_Kx8 *)w, &d);
-        else if (t == KT_Q3)
-            q3k_decode((const struct lm_block_q3_Kx8 *)w, &d);
-        else if (t == KT_Q6)
-            q6k_decode((const struct lm_block_q6_Kx8 *)w, &d);
-        else if (t == KT_Q4)
-            k4_decode(((const struct lm_block_q4_Kx8 *)w)->sc, ((const struct lm_block_q4_Kx8 *)w)->mn, &d);
-        else
-            k4_decode(((const struct lm_block_q5_Kx8 *)w)->sc, ((const struct lm_block_q5_Kx8 *)w)->mn, &d);
-        kq_cols(t, w, d16, dmin16, &d, y, by, b, acc, nc);
-    }
+    for (int64_t b = 0; b < k / LM_QK_K; b++)
+        kq_block(t, (const char *)x + (size_t)b * bw, y, by, b, acc, nc, pf);
     for (int c = 0; c < nc; c++)
-        _mm256_storeu_ps(s + (size_t)c * ldc,
-                         c % 2 ? _mm512_extractf32x8_ps(acc[c / 2], 1) : _mm512_castps512_ps256(acc[c / 2]));
+        kq_store(s + (size_t)c * ldc, acc, c);
 }
+
+/* One column over R (constant) groups at once (gemv_x8), group r at x + r *
+ * gb: per super-block index, the block of each group into its own
+ * accumulator; the same operations per group as kq_gemm with one column. */
+static inline __attribute__((always_inline)) void kq_gemv(enum kt t, const int R, int64_t k, const char *x, size_t gb,
+                                                          const char *y, float *s)
+{
+    const size_t bw = kq_block_bytes(t);
+    __m512 acc[8];
+    for (int r = 0; r < R; r++)
+        acc[r] = _mm512_setzero_ps();
+    const bool pf = t == KT_Q6 || lm_avx512_prefetch;
+    for (int64_t b = 0; b < k / LM_QK_K; b++)
+        for (int r = 0; r < R; r++)
+            kq_block(t, x + (size_t)r * gb + (size_t)b * bw, y, 0, b, &acc[r], 1, pf);
+    for (int r = 0; r < R; r++)
+        kq_store(s + 8 * r, &acc[r], 0);
+}
+
+struct kq_gemv_ctx {
+    int64_t k;
+    size_t group_bytes;
+    const char *x, *y;
+    float *s;
+};
+
+#define KQ_GEMV(NAME, STEP, T, MOST)                                                                              \
+    static void STEP(const void *ctx, int64_t g, int r)                                                           \
+    {                                                                                                             \
+        const struct kq_gemv_ctx *c = ctx;                                                                        \
+        const char *x = c->x + (size_t)g * c->group_bytes;                                                        \
+        switch (r) {                                                                                              \
+        case 8: kq_gemv(T, 8, c->k, x, c->group_bytes, c->y, c->s + 8 * g); break;                                \
+        case 4: kq_gemv(T, 4, c->k, x, c->group_bytes, c->y, c->s + 8 * g); break;                                \
+        case 2: kq_gemv(T, 2, c->k, x, c->group_bytes, c->y, c->s + 8 * g); break;                                \
+        default: kq_gemv(T, 1, c->k, x, c->group_bytes, c->y, c->s + 8 * g); break;                               \
+        }                                                                                                         \
+    }                                                                                                             \
+    void NAME(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,          \
+              const int16_t *ysum)                                                                                \
+    {                                                                                                             \
+        (void)ysum;                                                                                               \
+        const struct kq_gemv_ctx c = {k, group_bytes, x, y, s};                                                   \
+        avx512_gemv_runs(n_groups, MOST, STEP, &c);                                                               \
+    }
+
+/* Contract: kernels.h lm_gemv_fn (ysum unused). */
+KQ_GEMV(gemv_q2_Kx8_q8_K_avx512, q2k_step, KT_Q2, 4)
+/* Contract: kernels.h lm_gemv_fn (ysum unused). */
+KQ_GEMV(gemv_q3_Kx8_q8_K_avx512, q3k_step, KT_Q3, 4)
+/* Contract: kernels.h lm_gemv_fn (ysum unused). */
+KQ_GEMV(gemv_q4_Kx8_q8_K_avx512, q4k_step, KT_Q4, 4)
+/* Contract: kernels.h lm_gemv_fn (ysum unused). */
+KQ_GEMV(gemv_q5_Kx8_q8_K_avx512, q5k_step, KT_Q5, 4)
+/* Contract: kernels.h lm_gemv_fn (ysum unused). */
+KQ_GEMV(gemv_q6_Kx8_q8_K_avx512, q6k_step, KT_Q6, 4)
 
 /* One instance per column count. */
 #define KQ_GEMM(NAME, T)                                                                                          \
