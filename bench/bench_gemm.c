@@ -53,7 +53,9 @@ static void bench_panel(const struct lm_cpu_type_kernels *tk, enum lm_type t, in
 /* "bench_gemm stream [MiB] [K]": token generation, one activation column
  * against a weight matrix of MiB (default 512, > L3) read once per pass;
  * the levels take turns pass by pass (same noise), best of 5, GB/s of
- * weight bytes. The matrix is one quantized block of 512 rows repeated. */
+ * weight bytes. The matrix is one quantized block of 512 rows repeated.
+ * Each level's gemm_x8 runs group by group (one stream), and where the level
+ * has a gemv_x8, that runs over all groups in one call (several streams). */
 static int stream_main(int argc, char **argv)
 {
     const size_t mib = argc > 2 ? (size_t)atoll(argv[2]) : 512;
@@ -65,7 +67,8 @@ static int stream_main(int argc, char **argv)
         w[i] = (float)((i * 7919) % 1000) / 500.0f - 1.0f;
     for (int64_t i = 0; i < K; i++)
         a[i] = (float)((i * 104729) % 1000) / 500.0f - 1.0f;
-    printf("gemm_x8 stream: K=%lld, %zu MiB of weights, 1 column (1 thread)\n", (long long)K, mib);
+    printf("stream: K=%lld, %zu MiB of weights, 1 column (1 thread), GB/s of gemm_x8 per group | gemv_x8\n",
+           (long long)K, mib);
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const enum lm_type t = types[ti];
         const size_t blk = lm_row_size(t, K) * (size_t)M0, reps = (mib << 20) / blk, group = lm_row_size(t, K) * 8;
@@ -74,12 +77,13 @@ static int stream_main(int argc, char **argv)
         lm_repack_rows(t, plain, packed, M0, K);
         for (size_t r = 1; r < reps; r++)
             memcpy(packed + r * blk, packed, blk);
-        double best[LM_ISA_COUNT];
+        double best[LM_ISA_COUNT], best_v[LM_ISA_COUNT];
+        float *outv = malloc(sizeof(float) * reps * (size_t)M0);
         static char act[LM_ISA_COUNT][ACT_MAX + 64];
         int16_t sums[LM_ISA_COUNT][256] = {{0}};
         for (int isa = 0; isa < LM_ISA_COUNT; isa++) {
             const struct lm_cpu_kernels *kern = lm_cpu_kernels_for((enum lm_cpu_isa)isa);
-            best[isa] = 1e9;
+            best[isa] = best_v[isa] = 1e9;
             if (!kern || !kern->type[t].gemm_x8 || isa == LM_ISA_GENERIC || lm_row_size(kern->type[t].gemm_vt, K) > ACT_MAX)
                 continue;
             if (kern->type[t].gemm_from_float)
@@ -103,12 +107,23 @@ static int stream_main(int argc, char **argv)
                     kern->type[t].gemm_x8(K, out, 8, packed + g * group, act[isa], 0, sums[isa], 1);
                 const double dt = now() - t0;
                 best[isa] = dt < best[isa] ? dt : best[isa];
+                if (kern->type[t].gemv_x8) {
+                    const double t1 = now();
+                    kern->type[t].gemv_x8(K, (int64_t)reps * (M0 / 8), group, outv, packed, act[isa], sums[isa]);
+                    const double dv = now() - t1;
+                    best_v[isa] = dv < best_v[isa] ? dv : best_v[isa];
+                }
             }
         }
         for (int isa = 1; isa < LM_ISA_COUNT; isa++)
-            if (best[isa] < 1e9)
-                printf("  %-5s %-7s %6.2f GB/s\n", lm_type_name(t), lm_cpu_isa_name((enum lm_cpu_isa)isa),
+            if (best[isa] < 1e9) {
+                printf("  %-5s %-7s %6.2f", lm_type_name(t), lm_cpu_isa_name((enum lm_cpu_isa)isa),
                        (double)(blk * reps) / best[isa] / 1e9);
+                if (best_v[isa] < 1e9)
+                    printf(" | %6.2f", (double)(blk * reps) / best_v[isa] / 1e9);
+                printf("\n");
+            }
+        free(outv);
         free(plain);
         free(packed);
     }
