@@ -323,45 +323,11 @@ static void q8_0_col1(int64_t nb, const void *w, const void *a, const int16_t *y
     legacy_col1(true, 1, nb, w, 0, a, ysum, s);
 }
 
-struct legacy_gemv {
-    int64_t nb;
-    size_t group_bytes;
-    const char *w;
-    const void *y;
-    const int16_t *ysum;
-    float *s;
-};
-
-#define LEGACY_STEP(NAME, Q8)                                                                                     \
-    static void NAME(const void *ctx, int64_t g, int r)                                                           \
-    {                                                                                                             \
-        const struct legacy_gemv *c = ctx;                                                                        \
-        const char *w = c->w + (size_t)g * c->group_bytes;                                                        \
-        switch (r) {                                                                                              \
-        case 8: legacy_col1(Q8, 8, c->nb, w, c->group_bytes, c->y, c->ysum, c->s + 8 * g); break;                 \
-        case 4: legacy_col1(Q8, 4, c->nb, w, c->group_bytes, c->y, c->ysum, c->s + 8 * g); break;                 \
-        case 2: legacy_col1(Q8, 2, c->nb, w, c->group_bytes, c->y, c->ysum, c->s + 8 * g); break;                 \
-        default: legacy_col1(Q8, 1, c->nb, w, c->group_bytes, c->y, c->ysum, c->s + 8 * g); break;                \
-        }                                                                                                         \
-    }
-LEGACY_STEP(q4_0_step, false)
-LEGACY_STEP(q8_0_step, true)
+#define LEGACY_GEMV_BODY(Q8, R) legacy_col1(Q8, R, c->n, x, c->group_bytes, c->y, c->ysum, s)
 
 /* Contract: kernels.h lm_gemv_fn (reads ysum); 8 groups at a time. */
-void gemv_q4_0x8_q8_0_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
-                             const int16_t *ysum)
-{
-    const struct legacy_gemv c = {k / LM_QK, group_bytes, x, y, ysum, s};
-    avx512_gemv_runs(n_groups, 8, q4_0_step, &c);
-}
-
-/* Contract: kernels.h lm_gemv_fn (reads ysum); 8 groups at a time. */
-void gemv_q8_0x8_q8_0_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
-                             const int16_t *ysum)
-{
-    const struct legacy_gemv c = {k / LM_QK, group_bytes, x, y, ysum, s};
-    avx512_gemv_runs(n_groups, 8, q8_0_step, &c);
-}
+AVX512_GEMV(gemv_q4_0x8_q8_0_avx512, 8, k / LM_QK, LEGACY_GEMV_BODY, false)
+AVX512_GEMV(gemv_q8_0x8_q8_0_avx512, 8, k / LM_QK, LEGACY_GEMV_BODY, true)
 
 /* nc (1..16) columns as (nc + 1) / 2 pairs, one instance per pair count. */
 #define LEGACY_GEMM(NAME, Q8, COL1, FALLBACK)                                                                     \

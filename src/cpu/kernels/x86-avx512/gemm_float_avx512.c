@@ -220,39 +220,15 @@ static inline __attribute__((always_inline)) void gemv_tile(enum wkind kind, con
         store8(s + 8 * r, acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
 }
 
-struct float_gemv {
-    int64_t nk;
-    size_t group_bytes;
-    const char *x;
-    const float *y;
-    float *s;
-};
+#define FLOAT_GEMV_BODY(KIND, R)                                                                                  \
+    gemv_tile(KIND, R, c->n, x, c->group_bytes, lm_avx512_prefetch ? LM_AVX512_GEMM_PREFETCH : 0,                \
+              (const float *)c->y, s)
 
-#define GEMV_FLOAT(NAME, STEP, KIND)                                                                              \
-    static void STEP(const void *ctx, int64_t g, int r)                                                           \
-    {                                                                                                             \
-        const struct float_gemv *c = ctx;                                                                         \
-        const char *x = c->x + (size_t)g * c->group_bytes;                                                        \
-        const size_t pf = lm_avx512_prefetch ? LM_AVX512_GEMM_PREFETCH : 0;                                       \
-        switch (r) {                                                                                              \
-        case 4: gemv_tile(KIND, 4, c->nk, x, c->group_bytes, pf, c->y, c->s + 8 * g); break;                      \
-        case 2: gemv_tile(KIND, 2, c->nk, x, c->group_bytes, pf, c->y, c->s + 8 * g); break;                      \
-        default: gemv_tile(KIND, 1, c->nk, x, c->group_bytes, pf, c->y, c->s + 8 * g); break;                     \
-        }                                                                                                         \
-    }                                                                                                             \
-    void NAME(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,          \
-              const int16_t *ysum)                                                                                \
-    {                                                                                                             \
-        (void)ysum;                                                                                               \
-        const struct float_gemv c = {k / CE_OF(KIND), group_bytes, x, y, s};                                      \
-        avx512_gemv_runs(n_groups, 4, STEP, &c);                                                                  \
-    }
-
-/* Contract: kernels.h lm_gemv_fn (the gemm_x8 kernels' activation rows below). */
-GEMV_FLOAT(gemv_f16x8_f32_avx512, f16_step, W_F16)
-GEMV_FLOAT(gemv_bf16x8_f32_avx512bf16, bf16dp_step, W_BF16DP)
-GEMV_FLOAT(gemv_bf16x8_f32_avx512, bf16_step, W_BF16)
-GEMV_FLOAT(gemv_f32x8_f32_avx512, f32_step, W_F32)
+/* Contract: kernels.h lm_gemv_fn (ysum unused; the gemm_x8 kernels' activation rows below); 4 groups at a time. */
+AVX512_GEMV(gemv_f16x8_f32_avx512, 4, k / CE_OF(W_F16), FLOAT_GEMV_BODY, W_F16)
+AVX512_GEMV(gemv_bf16x8_f32_avx512bf16, 4, k / CE_OF(W_BF16DP), FLOAT_GEMV_BODY, W_BF16DP)
+AVX512_GEMV(gemv_bf16x8_f32_avx512, 4, k / CE_OF(W_BF16), FLOAT_GEMV_BODY, W_BF16)
+AVX512_GEMV(gemv_f32x8_f32_avx512, 4, k / CE_OF(W_F32), FLOAT_GEMV_BODY, W_F32)
 
 /* Contract: kernels.h (y: F32 rows rounded through F16; ysum unused). */
 void gemm_f16x8_f32_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,

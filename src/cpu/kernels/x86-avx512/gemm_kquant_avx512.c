@@ -407,43 +407,14 @@ static inline __attribute__((always_inline)) void kq_gemv(enum kt t, const int R
         kq_store(s + 8 * r, &acc[r], 0);
 }
 
-struct kq_gemv_ctx {
-    int64_t k;
-    size_t group_bytes;
-    const char *x, *y;
-    float *s;
-};
+#define KQ_GEMV_BODY(T, R) kq_gemv(T, R, c->n, x, c->group_bytes, c->y, s)
 
-#define KQ_GEMV(NAME, STEP, T, MOST)                                                                              \
-    static void STEP(const void *ctx, int64_t g, int r)                                                           \
-    {                                                                                                             \
-        const struct kq_gemv_ctx *c = ctx;                                                                        \
-        const char *x = c->x + (size_t)g * c->group_bytes;                                                        \
-        switch (r) {                                                                                              \
-        case 8: kq_gemv(T, 8, c->k, x, c->group_bytes, c->y, c->s + 8 * g); break;                                \
-        case 4: kq_gemv(T, 4, c->k, x, c->group_bytes, c->y, c->s + 8 * g); break;                                \
-        case 2: kq_gemv(T, 2, c->k, x, c->group_bytes, c->y, c->s + 8 * g); break;                                \
-        default: kq_gemv(T, 1, c->k, x, c->group_bytes, c->y, c->s + 8 * g); break;                               \
-        }                                                                                                         \
-    }                                                                                                             \
-    void NAME(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,          \
-              const int16_t *ysum)                                                                                \
-    {                                                                                                             \
-        (void)ysum;                                                                                               \
-        const struct kq_gemv_ctx c = {k, group_bytes, x, y, s};                                                   \
-        avx512_gemv_runs(n_groups, MOST, STEP, &c);                                                               \
-    }
-
-/* Contract: kernels.h lm_gemv_fn (ysum unused). */
-KQ_GEMV(gemv_q2_Kx8_q8_K_avx512, q2k_step, KT_Q2, 4)
-/* Contract: kernels.h lm_gemv_fn (ysum unused). */
-KQ_GEMV(gemv_q3_Kx8_q8_K_avx512, q3k_step, KT_Q3, 4)
-/* Contract: kernels.h lm_gemv_fn (ysum unused). */
-KQ_GEMV(gemv_q4_Kx8_q8_K_avx512, q4k_step, KT_Q4, 4)
-/* Contract: kernels.h lm_gemv_fn (ysum unused). */
-KQ_GEMV(gemv_q5_Kx8_q8_K_avx512, q5k_step, KT_Q5, 4)
-/* Contract: kernels.h lm_gemv_fn (ysum unused). */
-KQ_GEMV(gemv_q6_Kx8_q8_K_avx512, q6k_step, KT_Q6, 4)
+/* Contract: kernels.h lm_gemv_fn (ysum unused); 4 groups at a time. */
+AVX512_GEMV(gemv_q2_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q2)
+AVX512_GEMV(gemv_q3_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q3)
+AVX512_GEMV(gemv_q4_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q4)
+AVX512_GEMV(gemv_q5_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q5)
+AVX512_GEMV(gemv_q6_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q6)
 
 /* One instance per column count. */
 #define KQ_GEMM(NAME, T)                                                                                          \
