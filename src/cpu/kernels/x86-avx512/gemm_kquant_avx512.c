@@ -261,16 +261,38 @@ static inline const struct lm_block_q8_K *act(const char *y, size_t by, int c, i
     return (const struct lm_block_q8_K *)(y + (size_t)c * by) + b;
 }
 
-/* isum[c] += sum over the sub-blocks of scale_j * (codes . activations). */
+static inline size_t kq_block_bytes(enum kt t)
+{
+    return t == KT_Q2   ? sizeof(struct lm_block_q2_Kx8)
+           : t == KT_Q3 ? sizeof(struct lm_block_q3_Kx8)
+           : t == KT_Q4 ? sizeof(struct lm_block_q4_Kx8)
+           : t == KT_Q5 ? sizeof(struct lm_block_q5_Kx8)
+                        : sizeof(struct lm_block_q6_Kx8);
+}
+
+/* How a super-block prefetches the weights LM_GEMM_PREFETCH ahead: not at
+ * all, all its lines first (`burst`), or each sub-block its share of them
+ * (`spread`: the one-column streams of gemv_x8; several streams of 18-27
+ * lines in bursts stall on the line-fill buffers: perf put half of a Q4_K
+ * stream's cycles on the instruction after the prefetch loop; spread,
+ * tinyllama Q4_K_M tg is +3.1-4.4 % in bench_ab A/Bs, same run, Intel Xeon
+ * with AMX, 2026-12-04; the distance for spread: 768 +0.0 %, 896 +2.3 %,
+ * 1024 +3.1-4.4 %, 1152 +3.4 %, 1280 +1.4 %, 1536 +1.5 %, 2048 +1.5 %). */
+enum kq_pf { KQ_PF_NONE, KQ_PF_BURST, KQ_PF_SPREAD };
+
+/* isum[c] += sum over the sub-blocks of scale_j * (codes . activations);
+ * with `spread`, sub-block j first prefetches its share of the lines. */
 static inline __attribute__((always_inline)) void kq_isums(enum kt t, const void *w, const struct kdec *d,
                                                            const struct lm_block_q8_K *const *a, int nc,
-                                                           __m512i *isum)
+                                                           __m512i *isum, bool spread)
 {
     const bool k4 = t == KT_Q4 || t == KT_Q5;
-    const int nsub = k4 ? 8 : 16;
+    const int nsub = k4 ? 8 : 16, lines = (int)((kq_block_bytes(t) + 63) / 64);
 #pragma GCC unroll 16
     for (int j = 0; j < nsub; j++) {
         __m512i q[4];
+        for (int l = j * lines / nsub; spread && l < (j + 1) * lines / nsub; l++)
+            _mm_prefetch((const char *)w + LM_GEMM_PREFETCH + 64 * l, _MM_HINT_T0);
         if (k4)
             k4_unpack(t, w, j, q);
         else
@@ -314,7 +336,8 @@ static inline __m512i kq_bsums(const struct kdec *d, const struct lm_block_q8_K 
  * 2i | column 2i + 1]) += the super-block's update. */
 static inline __attribute__((always_inline)) void kq_cols(enum kt t, const void *w, const lm_fp16 *dw16,
                                                           const lm_fp16 *dmin16, const struct kdec *d, const char *y,
-                                                          size_t by, int64_t b, __m512 *acc, const int nc)
+                                                          size_t by, int64_t b, __m512 *acc, const int nc,
+                                                          bool spread)
 {
     const bool mins = t == KT_Q2 || t == KT_Q4 || t == KT_Q5;
     const struct lm_block_q8_K *a[LM_GEMM_MAX_NC];
@@ -323,7 +346,7 @@ static inline __attribute__((always_inline)) void kq_cols(enum kt t, const void 
         a[c] = act(y, by, c, b);
         isum[c] = mins ? _mm512_setzero_si512() : kq_bsums(d, a[c]);
     }
-    kq_isums(t, w, d, a, nc, isum);
+    kq_isums(t, w, d, a, nc, isum, spread);
     const __m512 dw = _mm512_cvtph_ps(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)dw16)));
     for (int p = 0; p < (nc + 1) / 2; p++) {
         const int c1 = 2 * p + 1 < nc ? 2 * p + 1 : 2 * p;
@@ -337,24 +360,15 @@ static inline __attribute__((always_inline)) void kq_cols(enum kt t, const void 
     }
 }
 
-static inline size_t kq_block_bytes(enum kt t)
-{
-    return t == KT_Q2   ? sizeof(struct lm_block_q2_Kx8)
-           : t == KT_Q3 ? sizeof(struct lm_block_q3_Kx8)
-           : t == KT_Q4 ? sizeof(struct lm_block_q4_Kx8)
-           : t == KT_Q5 ? sizeof(struct lm_block_q5_Kx8)
-                        : sizeof(struct lm_block_q6_Kx8);
-}
-
 /* Super-block b of the group whose block b is at w, NC columns: decode the
  * scales once, then all columns (each unpacked code register is used by
- * every column before the next is made); prefetch first when `pf`. */
+ * every column before the next is made); prefetch as `pf` says. */
 static inline __attribute__((always_inline)) void kq_block(enum kt t, const char *w, const char *y, size_t by,
-                                                           int64_t b, __m512 *acc, const int nc, bool pf)
+                                                           int64_t b, __m512 *acc, const int nc, enum kq_pf pf)
 {
     const lm_fp16 *d16 = (const lm_fp16 *)w, *dmin16 = d16 + LM_REPACK_ROWS; /* d[8], then dmin[8] */
     struct kdec d;
-    prefetch_group(w, (int)kq_block_bytes(t), pf);
+    prefetch_group(w, (int)kq_block_bytes(t), pf == KQ_PF_BURST);
     if (t == KT_Q2)
         q2k_decode((const struct lm_block_q2_Kx8 *)w, &d);
     else if (t == KT_Q3)
@@ -365,7 +379,7 @@ static inline __attribute__((always_inline)) void kq_block(enum kt t, const char
         k4_decode(((const struct lm_block_q4_Kx8 *)w)->sc, ((const struct lm_block_q4_Kx8 *)w)->mn, &d);
     else
         k4_decode(((const struct lm_block_q5_Kx8 *)w)->sc, ((const struct lm_block_q5_Kx8 *)w)->mn, &d);
-    kq_cols(t, w, d16, dmin16, &d, y, by, b, acc, nc);
+    kq_cols(t, w, d16, dmin16, &d, y, by, b, acc, nc, pf == KQ_PF_SPREAD);
 }
 
 /* Column c's 8 results from the pair accumulators. */
@@ -382,7 +396,7 @@ static inline __attribute__((always_inline)) void kq_gemm(enum kt t, int64_t k, 
     __m512 acc[LM_GEMM_MAX_NC / 2];
     for (int p = 0; p < (nc + 1) / 2; p++)
         acc[p] = _mm512_setzero_ps();
-    const bool pf = nc > 1 || t == KT_Q6 || lm_avx512_prefetch;
+    const enum kq_pf pf = nc > 1 || t == KT_Q6 || lm_avx512_prefetch ? KQ_PF_BURST : KQ_PF_NONE;
     for (int64_t b = 0; b < k / LM_QK_K; b++)
         kq_block(t, (const char *)x + (size_t)b * bw, y, by, b, acc, nc, pf);
     for (int c = 0; c < nc; c++)
@@ -399,7 +413,7 @@ static inline __attribute__((always_inline)) void kq_gemv(enum kt t, const int R
     __m512 acc[8];
     for (int r = 0; r < R; r++)
         acc[r] = _mm512_setzero_ps();
-    const bool pf = t == KT_Q6 || lm_avx512_prefetch;
+    const enum kq_pf pf = t == KT_Q6 || lm_avx512_prefetch ? KQ_PF_SPREAD : KQ_PF_NONE;
     for (int64_t b = 0; b < k / LM_QK_K; b++)
         for (int r = 0; r < R; r++)
             kq_block(t, x + (size_t)r * gb + (size_t)b * bw, y, 0, b, &acc[r], 1, pf);
