@@ -1,5 +1,6 @@
 /* test_isa_logits.c - on a model with TinyLlama-1.1B's shapes (1 layer,
- * written by `lamina mkmodel`), the logits of a 64-token prompt agree between
+ * written by `lamina mkmodel`), the logits of a 64-token prompt and of 4
+ * tokens decoded one at a time after it (the one-column matmuls) agree between
  * the generic kernels and every faster kernel level this CPU runs (avx2,
  * avx512, amx), for Q4_0 (repacked integer GEMM), F16 and BF16 weights (every
  * matrix of the file in that type). The levels differ in float accumulation
@@ -19,19 +20,27 @@
 #include "util_api.h"
 
 #define N_PROMPT 64
+#define N_GEN 4
+#define N_ROWS (N_PROMPT + N_GEN)
 
 static float *prompt_logits(struct llama_model *m, enum lm_cpu_isa isa)
 {
     lm_cpu_isa_limit(isa);
     struct llama_context *ctx = api_ctx(m, 128, 64, true);
     int nv = llama_n_vocab(m);
-    float *out = ctx ? malloc(sizeof(float) * (size_t)nv * N_PROMPT) : NULL;
-    llama_token toks[N_PROMPT];
-    for (int i = 0; i < N_PROMPT; i++)
+    float *out = ctx ? malloc(sizeof(float) * (size_t)nv * N_ROWS) : NULL;
+    llama_token toks[N_ROWS];
+    for (int i = 0; i < N_ROWS; i++)
         toks[i] = i == 0 ? 1 : (llama_token)((i * 7919) % 31000 + 100);
-    if (out && llama_decode(ctx, llama_batch_get_one(toks, N_PROMPT, 0, 0)) == 0)
+    bool ok = out && llama_decode(ctx, llama_batch_get_one(toks, N_PROMPT, 0, 0)) == 0;
+    if (ok)
         memcpy(out, llama_get_logits(ctx), sizeof(float) * (size_t)nv * N_PROMPT);
-    else if (out) {
+    for (int i = N_PROMPT; ok && i < N_ROWS; i++) {
+        ok = llama_decode(ctx, llama_batch_get_one(&toks[i], 1, i, 0)) == 0;
+        if (ok)
+            memcpy(out + (size_t)nv * i, llama_get_logits(ctx), sizeof(float) * (size_t)nv);
+    }
+    if (out && !ok) {
         free(out);
         out = NULL;
     }
@@ -47,11 +56,11 @@ static void compare(struct llama_model *m, const char *type, const float *gen, e
     if (!best)
         return;
     int nv = llama_n_vocab(m);
-    double max_ref = 0, max_diff = api_max_diff(gen, best, (size_t)nv * N_PROMPT);
+    double max_ref = 0, max_diff = api_max_diff(gen, best, (size_t)nv * N_ROWS);
     int agree = 0, decided = 0;
-    for (int i = 0; i < nv * N_PROMPT; i++)
+    for (int i = 0; i < nv * N_ROWS; i++)
         max_ref = fabs(gen[i]) > max_ref ? fabs(gen[i]) : max_ref;
-    for (int p = 0; p < N_PROMPT; p++) {
+    for (int p = 0; p < N_ROWS; p++) {
         const float *g = gen + (size_t)p * nv, *b = best + (size_t)p * nv;
         int a1 = api_argmax(g, nv);
         float second = -INFINITY;
