@@ -54,6 +54,7 @@
 
 #include "avx512_util.h"
 #include "cpu/kernels/gemm.h"
+#include "cpu/kernels/gemv_runs.h"
 #include "cpu/repack.h"
 #include "quant/blocks.h"
 
@@ -326,8 +327,8 @@ static void q8_0_col1(int64_t nb, const void *w, const void *a, const int16_t *y
 #define LEGACY_GEMV_BODY(Q8, R) legacy_col1(Q8, R, c->n, x, c->group_bytes, c->y, c->ysum, s)
 
 /* Contract: kernels.h lm_gemv_fn (reads ysum); 8 groups at a time. */
-AVX512_GEMV(gemv_q4_0x8_q8_0_avx512, 8, k / LM_QK, LEGACY_GEMV_BODY, false)
-AVX512_GEMV(gemv_q8_0x8_q8_0_avx512, 8, k / LM_QK, LEGACY_GEMV_BODY, true)
+LM_GEMV_DEFINE(gemv_q4_0x8_q8_0_avx512, 8, k / LM_QK, LEGACY_GEMV_BODY, false)
+LM_GEMV_DEFINE(gemv_q8_0x8_q8_0_avx512, 8, k / LM_QK, LEGACY_GEMV_BODY, true)
 
 /* nc (1..16) columns as (nc + 1) / 2 pairs, one instance per pair count. */
 #define LEGACY_GEMM(NAME, Q8, COL1, FALLBACK)                                                                     \

@@ -59,6 +59,7 @@
 #include "avx512_util.h"
 #include "core/fp16.h"
 #include "cpu/kernels/gemm.h"
+#include "cpu/kernels/gemv_runs.h"
 #include "cpu/repack.h"
 
 #ifndef LM_AVX512_GEMM_PREFETCH
@@ -225,10 +226,10 @@ static inline __attribute__((always_inline)) void gemv_tile(enum wkind kind, con
               (const float *)c->y, s)
 
 /* Contract: kernels.h lm_gemv_fn (ysum unused; the gemm_x8 kernels' activation rows below); 4 groups at a time. */
-AVX512_GEMV(gemv_f16x8_f32_avx512, 4, k / CE_OF(W_F16), FLOAT_GEMV_BODY, W_F16)
-AVX512_GEMV(gemv_bf16x8_f32_avx512bf16, 4, k / CE_OF(W_BF16DP), FLOAT_GEMV_BODY, W_BF16DP)
-AVX512_GEMV(gemv_bf16x8_f32_avx512, 4, k / CE_OF(W_BF16), FLOAT_GEMV_BODY, W_BF16)
-AVX512_GEMV(gemv_f32x8_f32_avx512, 4, k / CE_OF(W_F32), FLOAT_GEMV_BODY, W_F32)
+LM_GEMV_DEFINE(gemv_f16x8_f32_avx512, 4, k / CE_OF(W_F16), FLOAT_GEMV_BODY, W_F16)
+LM_GEMV_DEFINE(gemv_bf16x8_f32_avx512bf16, 4, k / CE_OF(W_BF16DP), FLOAT_GEMV_BODY, W_BF16DP)
+LM_GEMV_DEFINE(gemv_bf16x8_f32_avx512, 4, k / CE_OF(W_BF16), FLOAT_GEMV_BODY, W_BF16)
+LM_GEMV_DEFINE(gemv_f32x8_f32_avx512, 4, k / CE_OF(W_F32), FLOAT_GEMV_BODY, W_F32)
 
 /* Contract: kernels.h (y: F32 rows rounded through F16; ysum unused). */
 void gemm_f16x8_f32_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,

@@ -46,6 +46,7 @@
 
 #include "avx512_util.h"
 #include "cpu/kernels/gemm.h"
+#include "cpu/kernels/gemv_runs.h"
 #include "cpu/repack.h"
 #include "quant/blocks.h"
 
@@ -424,11 +425,11 @@ static inline __attribute__((always_inline)) void kq_gemv(enum kt t, const int R
 #define KQ_GEMV_BODY(T, R) kq_gemv(T, R, c->n, x, c->group_bytes, c->y, s)
 
 /* Contract: kernels.h lm_gemv_fn (ysum unused); 4 groups at a time. */
-AVX512_GEMV(gemv_q2_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q2)
-AVX512_GEMV(gemv_q3_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q3)
-AVX512_GEMV(gemv_q4_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q4)
-AVX512_GEMV(gemv_q5_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q5)
-AVX512_GEMV(gemv_q6_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q6)
+LM_GEMV_DEFINE(gemv_q2_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q2)
+LM_GEMV_DEFINE(gemv_q3_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q3)
+LM_GEMV_DEFINE(gemv_q4_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q4)
+LM_GEMV_DEFINE(gemv_q5_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q5)
+LM_GEMV_DEFINE(gemv_q6_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q6)
 
 /* One instance per column count. */
 #define KQ_GEMM(NAME, T)                                                                                          \
