@@ -226,8 +226,7 @@ static void test_bf16_gemv(int dp)
     enum { K = LM_REPACK_BFK * 3 };
     const size_t group = lm_row_size(LM_TYPE_BF16, K) * LM_REPACK_ROWS;
     const lm_gemm_fn gemm = dp ? gemm_bf16x8_f32_avx512bf16 : gemm_bf16x8_f32_avx512;
-    void (*const gemv)(int64_t, int64_t, size_t, float *, const void *, const void *, const int16_t *) =
-        dp ? gemv_bf16x8_f32_avx512bf16 : gemv_bf16x8_f32_avx512;
+    const lm_gemv_fn gemv = dp ? gemv_bf16x8_f32_avx512bf16 : gemv_bf16x8_f32_avx512;
     float *wf = malloc(sizeof(float) * K * LM_REPACK_ROWS * 13), xf[K], act[K];
     char *plain = malloc(group * 13), *packed = malloc(group * 13);
     lm_bf16 pairs[K];

@@ -9,6 +9,11 @@ void gemm_q4_0x8_q8_0_avx2(int64_t k, float *s, size_t ldc, const void *x, const
                            const int16_t *ysum, int nc);
 void gemm_q8_0x8_q8_0_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                            const int16_t *ysum, int nc);
+/* gemv_x8 (one column, 4 / 8 groups streamed at once): gemm_x8 above with nc == 1, bit for bit. */
+void gemv_q4_0x8_q8_0_avx2(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+                           const int16_t *ysum);
+void gemv_q8_0x8_q8_0_avx2(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+                           const int16_t *ysum);
 
 /* K-quant groups (q2_Kx8 .. q6_Kx8) x Q8_K activations: generic
  * (kernels/generic/gemm_kquant_generic.c, bit-identical to the generic
@@ -74,11 +79,7 @@ void gemm_q4_0x8_q8_0_avx512(int64_t k, float *s, size_t ldc, const void *x, con
                              const int16_t *ysum, int nc);
 void gemm_q8_0x8_q8_0_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                              const int16_t *ysum, int nc);
-/* gemv_x8 (one column, up to 8 groups streamed at once): gemm_x8 above with nc == 1, bit for bit. */
-void gemv_q4_0x8_q8_0_avx2(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
-                           const int16_t *ysum);
-void gemv_q8_0x8_q8_0_avx2(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
-                           const int16_t *ysum);
+/* gemv_x8 (one column, 8 groups (Q4_0/Q8_0) or 4 (K-quants) streamed at once): gemm_x8 with nc == 1, bit for bit. */
 void gemv_q4_0x8_q8_0_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
                              const int16_t *ysum);
 void gemv_q8_0x8_q8_0_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
