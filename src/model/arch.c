@@ -5,6 +5,7 @@
 #include "model/model.h"
 
 extern const struct lm_arch_def lm_arch_llama;
+extern const struct lm_arch_def lm_arch_gpt2;
 
 static const char *const names[LM_ARCH_COUNT] = {
     [LM_ARCH_LLAMA] = "llama",       [LM_ARCH_FALCON] = "falcon",     [LM_ARCH_BAICHUAN] = "baichuan",
@@ -12,11 +13,13 @@ static const char *const names[LM_ARCH_COUNT] = {
     [LM_ARCH_BLOOM] = "bloom",       [LM_ARCH_STABLELM] = "stablelm", [LM_ARCH_QWEN] = "qwen",
     [LM_ARCH_QWEN2] = "qwen2",       [LM_ARCH_PHI2] = "phi2",         [LM_ARCH_PHI3] = "phi3",
     [LM_ARCH_PERSIMMON] = "persimmon", [LM_ARCH_REFACT] = "refact",   [LM_ARCH_PLAMO] = "plamo",
-    [LM_ARCH_GEMMA] = "gemma",       [LM_ARCH_GPTNEOX] = "gptneox",   [LM_ARCH_UNKNOWN] = "unknown",
+    [LM_ARCH_GEMMA] = "gemma",       [LM_ARCH_GPTNEOX] = "gptneox",   [LM_ARCH_BERT] = "bert",
+    [LM_ARCH_UNKNOWN] = "unknown",
 };
 
 static const struct lm_arch_def *const defs[LM_ARCH_COUNT] = {
     [LM_ARCH_LLAMA] = &lm_arch_llama,
+    [LM_ARCH_GPT2] = &lm_arch_gpt2,
 };
 
 const struct lm_arch_def *lm_arch_get(enum lm_arch arch)

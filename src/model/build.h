@@ -71,6 +71,18 @@ struct lm_tensor *lm_b_norm(struct lm_build *b, struct lm_tensor *x, struct lm_t
                             enum lm_norm_kind kind);
 /* w x (+ bias) */
 struct lm_tensor *lm_b_lin(struct lm_build *b, struct lm_tensor *w, struct lm_tensor *x, struct lm_tensor *bias);
+/* The token embedding plus the learned position embedding m->pos_embd at
+ * inp_pos (gpt2, starcoder). */
+struct lm_tensor *lm_b_pos_embd(struct lm_build *b, struct lm_tensor *x);
+
+/* Q, K and V of layer l from x [n_embd, T]: the fused l->wqkv (+ l->bqkv),
+ * rows [Q; K; V], when the layer has one, else l->wq/wk/wv (+ biases).
+ * Q comes out as [hk, n_head, T], K as [hk, n_head_kv, T] (views of the fused
+ * product when fused) and V as [n_embd_v_gqa, T] (contiguous). clamp > 0
+ * clamps the projection to [-clamp, clamp] first (mpt's clamp_kqv). */
+void lm_b_qkv(struct lm_build *b, const struct lm_layer *l, struct lm_tensor *x, float clamp, struct lm_tensor **q,
+              struct lm_tensor **k, struct lm_tensor **v);
+
 /* RoPE of x [head, n_heads, n_tokens] at inp_pos, rotating n_rot dims. */
 struct lm_tensor *lm_b_rope(struct lm_build *b, struct lm_tensor *x, int n_rot, int mode);
 
@@ -85,6 +97,10 @@ struct lm_tensor *lm_b_attn(struct lm_build *b, int il, struct lm_tensor *q, str
 /* Feed-forward: down(act(gate(x)) * up(x)) for SEQUENTIAL with a gate, or
  * down(act(up(x))) without one; biases optional. */
 struct lm_tensor *lm_b_ffn(struct lm_build *b, struct lm_tensor *x, const struct lm_layer *l, enum lm_ffn_act act);
+/* Feed-forward with gate and up fused in one matrix l->ffn_up [n_embd, 2 n_ff]
+ * (rows: gate, then up; phi3): down(act(gate(x)) * up(x)). */
+struct lm_tensor *lm_b_ffn_fused(struct lm_build *b, struct lm_tensor *x, const struct lm_layer *l,
+                                 enum lm_ffn_act act);
 /* Mixture of experts (Mixtral): softmax router, top n_expert_used, weights
  * renormalised, SiLU-gated experts, weighted sum. */
 struct lm_tensor *lm_b_moe(struct lm_build *b, struct lm_tensor *x, const struct lm_layer *l);

@@ -36,16 +36,26 @@ const char *lm_ftype_name(uint32_t ftype)
 static const char *size_name(enum lm_model_size s)
 {
     switch (s) {
+    case LM_SIZE_0_1B: return "0.1B";
+    case LM_SIZE_0_4B: return "0.4B";
+    case LM_SIZE_0_5B: return "0.5B";
+    case LM_SIZE_0_8B: return "0.8B";
     case LM_SIZE_1B: return "1B";
+    case LM_SIZE_1_5B: return "1.5B";
+    case LM_SIZE_2B: return "2B";
     case LM_SIZE_3B: return "3B";
+    case LM_SIZE_4B: return "4B";
     case LM_SIZE_7B: return "7B";
     case LM_SIZE_8x7B: return "8x7B";
     case LM_SIZE_13B: return "13B";
+    case LM_SIZE_14B: return "14B";
+    case LM_SIZE_15B: return "15B";
     case LM_SIZE_30B: return "30B";
     case LM_SIZE_34B: return "34B";
     case LM_SIZE_40B: return "40B";
     case LM_SIZE_65B: return "65B";
     case LM_SIZE_70B: return "70B";
+    case LM_SIZE_180B: return "180B";
     default: return NULL;
     }
 }

@@ -62,6 +62,41 @@ struct lm_tensor *lm_b_lin(struct lm_build *b, struct lm_tensor *w, struct lm_te
     return x;
 }
 
+struct lm_tensor *lm_b_pos_embd(struct lm_build *b, struct lm_tensor *x)
+{
+    lm_b_inputs_attn(b);
+    return lm_add(b->ctx, x, lm_get_rows(b->ctx, b->m->pos_embd, b->inp_pos));
+}
+
+void lm_b_qkv(struct lm_build *b, const struct lm_layer *l, struct lm_tensor *x, float clamp, struct lm_tensor **q,
+              struct lm_tensor **k, struct lm_tensor **v)
+{
+    struct lm_ctx *ctx = b->ctx;
+    const struct lm_hparams *hp = b->hp;
+    const int64_t hk = hp->n_embd_head_k, T = b->n_tokens;
+    const int64_t Eq = hk * hp->n_head, Ek = lm_hp_n_embd_k_gqa(hp), Ev = lm_hp_n_embd_v_gqa(hp);
+    if (!l->wqkv) {
+        struct lm_tensor *pq = lm_b_lin(b, l->wq, x, l->bq), *pk = lm_b_lin(b, l->wk, x, l->bk);
+        struct lm_tensor *pv = lm_b_lin(b, l->wv, x, l->bv);
+        if (clamp > 0.0f) {
+            pq = lm_clamp(ctx, pq, -clamp, clamp);
+            pk = lm_clamp(ctx, pk, -clamp, clamp);
+            pv = lm_clamp(ctx, pv, -clamp, clamp);
+        }
+        *q = lm_reshape_3d(ctx, pq, hk, hp->n_head, T);
+        *k = lm_reshape_3d(ctx, pk, hk, hp->n_head_kv, T);
+        *v = pv;
+        return;
+    }
+    struct lm_tensor *qkv = lm_b_lin(b, l->wqkv, x, l->bqkv); /* [Eq + Ek + Ev, T] */
+    if (clamp > 0.0f)
+        qkv = lm_clamp(ctx, qkv, -clamp, clamp);
+    const size_t es = sizeof(float), row = qkv ? qkv->nb[1] : 0;
+    *q = lm_view_3d(ctx, qkv, hk, hp->n_head, T, hk * es, row, 0);
+    *k = lm_view_3d(ctx, qkv, hk, hp->n_head_kv, T, hk * es, row, (size_t)Eq * es);
+    *v = lm_cont(ctx, lm_view_2d(ctx, qkv, Ev, T, row, (size_t)(Eq + Ek) * es));
+}
+
 struct lm_tensor *lm_b_rope(struct lm_build *b, struct lm_tensor *x, int n_rot, int mode)
 {
     lm_b_inputs_attn(b);
@@ -161,6 +196,18 @@ struct lm_tensor *lm_b_ffn(struct lm_build *b, struct lm_tensor *x, const struct
         cur = lm_mul(b->ctx, activate(b, lm_b_lin(b, l->ffn_gate, x, l->ffn_gate_b), act), up);
     else
         cur = activate(b, up, act);
+    return lm_b_lin(b, l->ffn_down, cur, l->ffn_down_b);
+}
+
+struct lm_tensor *lm_b_ffn_fused(struct lm_build *b, struct lm_tensor *x, const struct lm_layer *l,
+                                 enum lm_ffn_act act)
+{
+    struct lm_ctx *ctx = b->ctx;
+    struct lm_tensor *gu = lm_b_lin(b, l->ffn_up, x, l->ffn_up_b); /* [2 n_ff, T] */
+    const int64_t F = gu ? gu->ne[0] / 2 : 0;
+    struct lm_tensor *gate = lm_view_2d(ctx, gu, F, b->n_tokens, gu ? gu->nb[1] : 0, 0);
+    struct lm_tensor *up = lm_view_2d(ctx, gu, F, b->n_tokens, gu ? gu->nb[1] : 0, (size_t)F * sizeof(float));
+    struct lm_tensor *cur = lm_mul(ctx, activate(b, lm_cont(ctx, gate), act), up);
     return lm_b_lin(b, l->ffn_down, cur, l->ffn_down_b);
 }
 

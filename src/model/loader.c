@@ -39,6 +39,11 @@ struct lm_loader {
     struct lm_tensor **file_tensor; /* per file tensor: the model tensor using it, or NULL */
     struct gather *gathers;
     int n_gathers, cap_gathers;
+    /* declare mode (lm_model_declare): no file; tensors are listed here */
+    bool (*want)(const char *name, void *user);
+    void *want_user;
+    struct lm_decl_tensor *decl;
+    int n_decl, cap_decl;
     lm_status status;
     char err[256];
 };
@@ -184,6 +189,37 @@ static bool dims_match(const struct lm_gguf_tensor_info *ti, int n_dims, const i
     return true;
 }
 
+/* Declare mode: list the tensor (when required or wanted) and give the
+ * architecture a tensor to hold. */
+static struct lm_tensor *declare(struct lm_loader *ld, int flags, int n_dims, const int64_t *ne, const char *name)
+{
+    struct lm_tensor *t = lm_ctx_get_tensor(ld->m->ctx, name);
+    if (t) {
+        if (flags & LM_LD_DUPLICATE)
+            return t;
+        lm_ld_fail(ld, LM_ERR_INVALID_ARG, "tensor '%s' is declared twice", name);
+        return NULL;
+    }
+    if ((flags & LM_LD_OPTIONAL) && !(ld->want && ld->want(name, ld->want_user)))
+        return NULL;
+    if (ld->n_decl == ld->cap_decl) {
+        int nc = ld->cap_decl ? 2 * ld->cap_decl : 64;
+        struct lm_decl_tensor *nd = realloc(ld->decl, (size_t)nc * sizeof *nd);
+        if (!nd) {
+            lm_ld_fail(ld, LM_ERR_NOMEM, "out of memory");
+            return NULL;
+        }
+        ld->decl = nd;
+        ld->cap_decl = nc;
+    }
+    struct lm_decl_tensor *d = &ld->decl[ld->n_decl++];
+    snprintf(d->name, sizeof d->name, "%s", name);
+    d->n_dims = n_dims;
+    for (int i = 0; i < 4; i++)
+        d->ne[i] = i < n_dims ? ne[i] : 1;
+    return make_tensor(ld, LM_TYPE_F32, n_dims, ne, name);
+}
+
 struct lm_tensor *lm_ld_tensor(struct lm_loader *ld, int flags, int n_dims, const int64_t *ne, const char *fmt, ...)
 {
     if (ld->status)
@@ -193,6 +229,8 @@ struct lm_tensor *lm_ld_tensor(struct lm_loader *ld, int flags, int n_dims, cons
     va_start(ap, fmt);
     vsnprintf(name, sizeof name, fmt, ap);
     va_end(ap);
+    if (!ld->g)
+        return declare(ld, flags, n_dims, ne, name);
     int64_t i = lm_gguf_find_tensor(ld->g, name);
     if (i < 0) {
         if (!(flags & LM_LD_OPTIONAL))
@@ -218,15 +256,35 @@ struct lm_tensor *lm_ld_tensor(struct lm_loader *ld, int flags, int n_dims, cons
     return t;
 }
 
-struct lm_tensor *lm_ld_experts(struct lm_loader *ld, int64_t ne0, int64_t ne1, int64_t n_expert, const char *base_fmt,
+struct lm_tensor *lm_ld_weight(struct lm_loader *ld, int flags, enum lm_tn tn, int il, int n_dims, const int64_t *ne)
+{
+    char name[LM_MAX_NAME];
+    return lm_ld_tensor(ld, flags, n_dims, ne, "%s", lm_tn_format(name, sizeof name, tn, il, "weight"));
+}
+
+struct lm_tensor *lm_ld_bias(struct lm_loader *ld, int flags, enum lm_tn tn, int il, int n_dims, const int64_t *ne)
+{
+    char name[LM_MAX_NAME];
+    return lm_ld_tensor(ld, flags, n_dims, ne, "%s", lm_tn_format(name, sizeof name, tn, il, "bias"));
+}
+
+struct lm_tensor *lm_ld_output(struct lm_loader *ld, const struct lm_hparams *hp)
+{
+    struct lm_tensor *t = lm_ld_weight(ld, LM_LD_OPTIONAL, LM_TN_OUTPUT, 0, LM_NE2(hp->n_embd, hp->n_vocab));
+    if (!t) /* tied embeddings */
+        t = lm_ld_weight(ld, LM_LD_DUPLICATE, LM_TN_TOKEN_EMBD, 0, LM_NE2(hp->n_embd, hp->n_vocab));
+    return t;
+}
+
+struct lm_tensor *lm_ld_experts(struct lm_loader *ld, int64_t ne0, int64_t ne1, int64_t n_expert, enum lm_tn tn,
                                 int il)
 {
     if (ld->status)
         return NULL;
     char base[LM_MAX_NAME], name[LM_MAX_NAME + 32];
-    snprintf(base, sizeof base, base_fmt, il);
+    snprintf(base, sizeof base, "blk.%d.%s", il, lm_tn_base(tn));
     snprintf(name, sizeof name, "%s_exps.weight", base);
-    if (lm_gguf_find_tensor(ld->g, name) >= 0)
+    if (!ld->g || lm_gguf_find_tensor(ld->g, name) >= 0)
         return lm_ld_tensor(ld, LM_LD_REQUIRED, LM_NE3(ne0, ne1, n_expert), "%s", name);
     if (n_expert > MAX_GATHER) {
         lm_ld_fail(ld, LM_ERR_UNSUPPORTED, "%lld split experts (max %d)", (long long)n_expert, MAX_GATHER);
@@ -271,22 +329,6 @@ struct lm_tensor *lm_ld_experts(struct lm_loader *ld, int64_t ne0, int64_t ne1, 
 }
 
 /* ---- hyperparameters ---- */
-
-static enum lm_model_size size_class(const struct lm_hparams *hp)
-{
-    if (hp->arch != LM_ARCH_LLAMA)
-        return LM_SIZE_UNKNOWN;
-    switch (hp->n_layer) {
-    case 22: return LM_SIZE_1B;
-    case 26: return LM_SIZE_3B;
-    case 32: return hp->n_expert == 8 ? LM_SIZE_8x7B : LM_SIZE_7B;
-    case 40: return LM_SIZE_13B;
-    case 48: return LM_SIZE_34B;
-    case 60: return LM_SIZE_30B;
-    case 80: return hp->n_head == hp->n_head_kv ? LM_SIZE_65B : LM_SIZE_70B;
-    default: return LM_SIZE_UNKNOWN;
-    }
-}
 
 /* Read the keys every architecture shares and check them for sanity. */
 static lm_status read_hparams(struct lm_loader *ld, struct lm_hparams *hp)
@@ -584,6 +626,37 @@ static void loader_release(struct lm_loader *ld)
 {
     free(ld->file_tensor);
     free(ld->gathers);
+    free(ld->decl);
+}
+
+lm_status lm_model_declare(const struct lm_hparams *hp, bool (*want)(const char *name, void *user), void *user,
+                           struct lm_decl_tensor **out, int *n_out, char *err, size_t err_size)
+{
+    const struct lm_arch_def *def = lm_arch_get(hp->arch);
+    struct lm_model m = {.hp = *hp};
+    struct lm_loader ld = {.m = &m, .want = want, .want_user = user};
+    size_t n_max = 64 + 64 * (size_t)hp->n_layer;
+    struct lm_ctx_params cp = {.mem_size = n_max * lm_tensor_overhead(), .no_alloc = true};
+    if (!def) {
+        snprintf(err, err_size, "unknown model architecture '%s'", lm_arch_name(hp->arch));
+        return LM_ERR_UNSUPPORTED;
+    }
+    if (hp->n_layer == 0 || hp->n_layer > LM_MAX_LAYERS || lm_ctx_new(&cp, &m.ctx))
+        return LM_ERR_INVALID_ARG;
+    m.layers = calloc(hp->n_layer, sizeof *m.layers);
+    lm_status st = m.layers ? def->tensors(&ld, &m) : LM_ERR_NOMEM;
+    if (!st)
+        st = ld.status;
+    if (st) {
+        snprintf(err, err_size, "%s", ld.err[0] ? ld.err : lm_status_str(st));
+        free(ld.decl);
+    } else {
+        *out = ld.decl;
+        *n_out = ld.n_decl;
+    }
+    free(m.layers);
+    lm_ctx_free(m.ctx);
+    return st;
 }
 
 lm_status lm_model_load(const char *path, const struct lm_model_params *params, struct lm_model **out, char *err,
@@ -616,7 +689,7 @@ lm_status lm_model_load(const char *path, const struct lm_model_params *params, 
         if (read_hparams(&ld, &m->hp) || (def->hparams && def->hparams(&ld, &m->hp)))
             goto out;
         m->hp.arch = lm_arch_from_name(ld.arch);
-        m->hp.size = size_class(&m->hp);
+        m->hp.size = def->size ? def->size(&m->hp) : LM_SIZE_UNKNOWN;
     }
     char verr[256] = "";
     st = lm_vocab_load(ld.g, &m->vocab, verr, sizeof verr);

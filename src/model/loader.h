@@ -11,6 +11,7 @@
 #define LM_LOADER_H
 
 #include "model/model.h"
+#include "model/tensor_names.h"
 
 struct lm_loader;
 
@@ -36,10 +37,20 @@ struct lm_tensor *lm_ld_tensor(struct lm_loader *ld, int flags, int n_dims, cons
 #endif
     ;
 
+/* The weight / bias of kind tn (tensor_names.h) in layer il (ignored for
+ * global kinds): lm_ld_tensor with the table's name. */
+struct lm_tensor *lm_ld_weight(struct lm_loader *ld, int flags, enum lm_tn tn, int il, int n_dims, const int64_t *ne);
+struct lm_tensor *lm_ld_bias(struct lm_loader *ld, int flags, enum lm_tn tn, int il, int n_dims, const int64_t *ne);
+
+/* The output matrix [n_embd, n_vocab]: "output.weight", or when the file has
+ * none, the token embedding again (tied embeddings: the same tensor, marked
+ * LM_LD_DUPLICATE, so it is placed and counted once). */
+struct lm_tensor *lm_ld_output(struct lm_loader *ld, const struct lm_hparams *hp);
+
 /* Expert weights of layer il: the merged 3-D tensor "<base>_exps.weight"
  * ([ne0, ne1, n_expert]) if the file has it, else n_expert split tensors
  * "<base>.<x>.weight" ([ne0, ne1] each) gathered into one 3-D tensor. */
-struct lm_tensor *lm_ld_experts(struct lm_loader *ld, int64_t ne0, int64_t ne1, int64_t n_expert, const char *base_fmt,
+struct lm_tensor *lm_ld_experts(struct lm_loader *ld, int64_t ne0, int64_t ne1, int64_t n_expert, enum lm_tn tn,
                                 int il);
 
 /* Record an error (first one wins) and return st. */
@@ -54,5 +65,23 @@ lm_status lm_ld_status(const struct lm_loader *ld);
 #define LM_NE1(a) 1, (const int64_t[]){(a)}
 #define LM_NE2(a, b) 2, (const int64_t[]){(a), (b)}
 #define LM_NE3(a, b, c) 3, (const int64_t[]){(a), (b), (c)}
+
+/* ---- declaring a model without a file (lamina mkmodel) ---- */
+
+/* One tensor an architecture declares for the given hyperparameters. */
+struct lm_decl_tensor {
+    char name[LM_MAX_NAME];
+    int n_dims;
+    int64_t ne[4];
+};
+
+/* Run the architecture's tensor declaration (lm_arch_def.tensors) for hp
+ * without a file: every required tensor, and each optional one for which
+ * want(name, user) says yes (want NULL: none), in declaration order. The
+ * tied output (lm_ld_output) is declared as "output.weight" only when want
+ * says yes to it. *out is malloc'd (the caller frees it). LM_OK, or the
+ * architecture's error (message in err). */
+lm_status lm_model_declare(const struct lm_hparams *hp, bool (*want)(const char *name, void *user), void *user,
+                           struct lm_decl_tensor **out, int *n_out, char *err, size_t err_size);
 
 #endif

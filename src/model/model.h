@@ -37,6 +37,7 @@ enum lm_arch {
     LM_ARCH_PLAMO,
     LM_ARCH_GEMMA,
     LM_ARCH_GPTNEOX,
+    LM_ARCH_BERT,
     LM_ARCH_UNKNOWN,
     LM_ARCH_COUNT
 };
@@ -45,16 +46,26 @@ enum lm_arch {
 enum lm_model_size {
     LM_SIZE_UNKNOWN = 0,
     LM_SIZE_SMALL, /* < 1B: printed as the parameter count */
+    LM_SIZE_0_1B,  /* "0.1B" (gpt2 small, ...) */
+    LM_SIZE_0_4B,
+    LM_SIZE_0_5B,
+    LM_SIZE_0_8B,
     LM_SIZE_1B,
+    LM_SIZE_1_5B,
+    LM_SIZE_2B,
     LM_SIZE_3B,
+    LM_SIZE_4B,
     LM_SIZE_7B,
     LM_SIZE_8x7B,
     LM_SIZE_13B,
+    LM_SIZE_14B,
+    LM_SIZE_15B,
     LM_SIZE_30B,
     LM_SIZE_34B,
     LM_SIZE_40B,
     LM_SIZE_65B,
     LM_SIZE_70B,
+    LM_SIZE_180B,
 };
 
 enum lm_rope_scaling {
@@ -198,6 +209,9 @@ struct lm_arch_def {
     int rope_mode;                       /* LM_ROPE_NORMAL / LM_ROPE_NEOX, or -1 without RoPE */
     /* Read arch-specific hparams beyond the common ones (NULL: none). */
     lm_status (*hparams)(struct lm_loader *ld, struct lm_hparams *hp);
+    /* The model's size class from its hyperparameters (NULL: unknown, and
+     * llama_model_desc prints the parameter count). */
+    enum lm_model_size (*size)(const struct lm_hparams *hp);
     /* Create the weight tensors of m through the loader. */
     lm_status (*tensors)(struct lm_loader *ld, struct lm_model *m);
     /* Build the forward graph of one batch; returns the logits tensor. */

@@ -13,37 +13,49 @@
 #include "model/build.h"
 #include "model/loader.h"
 
+static enum lm_model_size size(const struct lm_hparams *hp)
+{
+    switch (hp->n_layer) {
+    case 22: return LM_SIZE_1B;
+    case 26: return LM_SIZE_3B;
+    case 32: return hp->n_expert == 8 ? LM_SIZE_8x7B : LM_SIZE_7B;
+    case 40: return LM_SIZE_13B;
+    case 48: return LM_SIZE_34B;
+    case 60: return LM_SIZE_30B;
+    case 80: return hp->n_head == hp->n_head_kv ? LM_SIZE_65B : LM_SIZE_70B;
+    default: return LM_SIZE_UNKNOWN;
+    }
+}
+
 static lm_status tensors(struct lm_loader *ld, struct lm_model *m)
 {
     const struct lm_hparams *hp = &m->hp;
     int64_t E = hp->n_embd, V = hp->n_vocab, F = hp->n_ff;
     int64_t Eq = (int64_t)hp->n_embd_head_k * hp->n_head, Ekv = lm_hp_n_embd_k_gqa(hp), Ev = lm_hp_n_embd_v_gqa(hp);
-    m->tok_embd = lm_ld_tensor(ld, 0, LM_NE2(E, V), "token_embd.weight");
-    m->output_norm = lm_ld_tensor(ld, 0, LM_NE1(E), "output_norm.weight");
-    m->output = lm_ld_tensor(ld, LM_LD_OPTIONAL, LM_NE2(E, V), "output.weight");
-    if (!m->output) /* tied embeddings */
-        m->output = m->tok_embd;
-    for (uint32_t il = 0; il < hp->n_layer; il++) {
+    m->tok_embd = lm_ld_weight(ld, 0, LM_TN_TOKEN_EMBD, 0, LM_NE2(E, V));
+    m->output_norm = lm_ld_weight(ld, 0, LM_TN_OUTPUT_NORM, 0, LM_NE1(E));
+    m->output = lm_ld_output(ld, hp);
+    for (int il = 0; il < (int)hp->n_layer; il++) {
         struct lm_layer *l = &m->layers[il];
-        l->attn_norm = lm_ld_tensor(ld, 0, LM_NE1(E), "blk.%u.attn_norm.weight", il);
-        l->wq = lm_ld_tensor(ld, 0, LM_NE2(E, Eq), "blk.%u.attn_q.weight", il);
-        l->wk = lm_ld_tensor(ld, 0, LM_NE2(E, Ekv), "blk.%u.attn_k.weight", il);
-        l->wv = lm_ld_tensor(ld, 0, LM_NE2(E, Ev), "blk.%u.attn_v.weight", il);
-        l->wo = lm_ld_tensor(ld, 0, LM_NE2(Eq, E), "blk.%u.attn_output.weight", il);
-        l->bq = lm_ld_tensor(ld, LM_LD_OPTIONAL, LM_NE1(Eq), "blk.%u.attn_q.bias", il);
-        l->bk = lm_ld_tensor(ld, LM_LD_OPTIONAL, LM_NE1(Ekv), "blk.%u.attn_k.bias", il);
-        l->bv = lm_ld_tensor(ld, LM_LD_OPTIONAL, LM_NE1(Ev), "blk.%u.attn_v.bias", il);
-        l->bo = lm_ld_tensor(ld, LM_LD_OPTIONAL, LM_NE1(E), "blk.%u.attn_output.bias", il);
-        l->ffn_norm = lm_ld_tensor(ld, 0, LM_NE1(E), "blk.%u.ffn_norm.weight", il);
+        l->attn_norm = lm_ld_weight(ld, 0, LM_TN_ATTN_NORM, il, LM_NE1(E));
+        l->wq = lm_ld_weight(ld, 0, LM_TN_ATTN_Q, il, LM_NE2(E, Eq));
+        l->wk = lm_ld_weight(ld, 0, LM_TN_ATTN_K, il, LM_NE2(E, Ekv));
+        l->wv = lm_ld_weight(ld, 0, LM_TN_ATTN_V, il, LM_NE2(E, Ev));
+        l->wo = lm_ld_weight(ld, 0, LM_TN_ATTN_OUT, il, LM_NE2(Eq, E));
+        l->bq = lm_ld_bias(ld, LM_LD_OPTIONAL, LM_TN_ATTN_Q, il, LM_NE1(Eq));
+        l->bk = lm_ld_bias(ld, LM_LD_OPTIONAL, LM_TN_ATTN_K, il, LM_NE1(Ekv));
+        l->bv = lm_ld_bias(ld, LM_LD_OPTIONAL, LM_TN_ATTN_V, il, LM_NE1(Ev));
+        l->bo = lm_ld_bias(ld, LM_LD_OPTIONAL, LM_TN_ATTN_OUT, il, LM_NE1(E));
+        l->ffn_norm = lm_ld_weight(ld, 0, LM_TN_FFN_NORM, il, LM_NE1(E));
         if (hp->n_expert == 0) {
-            l->ffn_gate = lm_ld_tensor(ld, 0, LM_NE2(E, F), "blk.%u.ffn_gate.weight", il);
-            l->ffn_down = lm_ld_tensor(ld, 0, LM_NE2(F, E), "blk.%u.ffn_down.weight", il);
-            l->ffn_up = lm_ld_tensor(ld, 0, LM_NE2(E, F), "blk.%u.ffn_up.weight", il);
+            l->ffn_gate = lm_ld_weight(ld, 0, LM_TN_FFN_GATE, il, LM_NE2(E, F));
+            l->ffn_down = lm_ld_weight(ld, 0, LM_TN_FFN_DOWN, il, LM_NE2(F, E));
+            l->ffn_up = lm_ld_weight(ld, 0, LM_TN_FFN_UP, il, LM_NE2(E, F));
         } else {
-            l->ffn_gate_inp = lm_ld_tensor(ld, 0, LM_NE2(E, hp->n_expert), "blk.%u.ffn_gate_inp.weight", il);
-            l->ffn_gate_exps = lm_ld_experts(ld, E, F, hp->n_expert, "blk.%d.ffn_gate", (int)il);
-            l->ffn_down_exps = lm_ld_experts(ld, F, E, hp->n_expert, "blk.%d.ffn_down", (int)il);
-            l->ffn_up_exps = lm_ld_experts(ld, E, F, hp->n_expert, "blk.%d.ffn_up", (int)il);
+            l->ffn_gate_inp = lm_ld_weight(ld, 0, LM_TN_FFN_GATE_INP, il, LM_NE2(E, hp->n_expert));
+            l->ffn_gate_exps = lm_ld_experts(ld, E, F, hp->n_expert, LM_TN_FFN_GATE_EXP, il);
+            l->ffn_down_exps = lm_ld_experts(ld, F, E, hp->n_expert, LM_TN_FFN_DOWN_EXP, il);
+            l->ffn_up_exps = lm_ld_experts(ld, E, F, hp->n_expert, LM_TN_FFN_UP_EXP, il);
         }
     }
     return lm_ld_status(ld);
@@ -78,6 +90,7 @@ static struct lm_tensor *build(struct lm_build *b)
 const struct lm_arch_def lm_arch_llama = {
     .name = "llama",
     .rope_mode = LM_ROPE_NORMAL,
+    .size = size,
     .tensors = tensors,
     .build = build,
 };
