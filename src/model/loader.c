@@ -39,7 +39,8 @@ struct lm_loader {
     struct lm_tensor **file_tensor; /* per file tensor: the model tensor using it, or NULL */
     struct gather *gathers;
     int n_gathers, cap_gathers;
-    /* declare mode (lm_model_declare): no file; tensors are listed here */
+    /* declare mode (lm_model_declare): metadata only; tensors are listed here */
+    bool declaring;
     bool (*want)(const char *name, void *user);
     void *want_user;
     struct lm_decl_tensor *decl;
@@ -229,7 +230,7 @@ struct lm_tensor *lm_ld_tensor(struct lm_loader *ld, int flags, int n_dims, cons
     va_start(ap, fmt);
     vsnprintf(name, sizeof name, fmt, ap);
     va_end(ap);
-    if (!ld->g)
+    if (ld->declaring)
         return declare(ld, flags, n_dims, ne, name);
     int64_t i = lm_gguf_find_tensor(ld->g, name);
     if (i < 0) {
@@ -284,7 +285,7 @@ struct lm_tensor *lm_ld_experts(struct lm_loader *ld, int64_t ne0, int64_t ne1, 
     char base[LM_MAX_NAME], name[LM_MAX_NAME + 32];
     snprintf(base, sizeof base, "blk.%d.%s", il, lm_tn_base(tn));
     snprintf(name, sizeof name, "%s_exps.weight", base);
-    if (!ld->g || lm_gguf_find_tensor(ld->g, name) >= 0)
+    if (ld->declaring || lm_gguf_find_tensor(ld->g, name) >= 0)
         return lm_ld_tensor(ld, LM_LD_REQUIRED, LM_NE3(ne0, ne1, n_expert), "%s", name);
     if (n_expert > MAX_GATHER) {
         lm_ld_fail(ld, LM_ERR_UNSUPPORTED, "%lld split experts (max %d)", (long long)n_expert, MAX_GATHER);
@@ -629,34 +630,46 @@ static void loader_release(struct lm_loader *ld)
     free(ld->decl);
 }
 
-lm_status lm_model_declare(const struct lm_hparams *hp, bool (*want)(const char *name, void *user), void *user,
-                           struct lm_decl_tensor **out, int *n_out, char *err, size_t err_size)
+lm_status lm_model_declare(struct lm_gguf *g, bool (*want)(const char *name, void *user), void *user,
+                           struct lm_hparams *hp, struct lm_decl_tensor **out, int *n_out, char *err,
+                           size_t err_size)
 {
-    const struct lm_arch_def *def = lm_arch_get(hp->arch);
-    struct lm_model m = {.hp = *hp};
-    struct lm_loader ld = {.m = &m, .want = want, .want_user = user};
-    size_t n_max = 64 + 64 * (size_t)hp->n_layer;
-    struct lm_ctx_params cp = {.mem_size = n_max * lm_tensor_overhead(), .no_alloc = true};
-    if (!def) {
-        snprintf(err, err_size, "unknown model architecture '%s'", lm_arch_name(hp->arch));
-        return LM_ERR_UNSUPPORTED;
+    struct lm_model_params params = {0};
+    struct lm_model m = {0};
+    struct lm_loader ld = {.g = g, .params = &params, .m = &m, .declaring = true, .want = want, .want_user = user};
+    const struct lm_arch_def *def = NULL;
+    uint64_t n_vocab = 0;
+    int64_t k = lm_gguf_find_key(g, "tokenizer.ggml.tokens");
+    if (k < 0 || lm_gguf_get_arr_n(g, k, &n_vocab) || n_vocab == 0 || n_vocab > UINT32_MAX)
+        lm_ld_fail(&ld, LM_ERR_CORRUPT, "no tokenizer.ggml.tokens");
+    lm_ld_str(&ld, "general.architecture", ld.arch, sizeof ld.arch, true);
+    m.hp.arch = lm_arch_from_name(ld.arch);
+    if (!ld.status && !(def = lm_arch_get(m.hp.arch)))
+        lm_ld_fail(&ld, LM_ERR_UNSUPPORTED, "unknown model architecture '%s'", ld.arch);
+    if (!ld.status && !read_hparams(&ld, &m.hp) && def->hparams)
+        def->hparams(&ld, &m.hp);
+    if (!ld.status) {
+        m.hp.arch = def ? lm_arch_from_name(ld.arch) : m.hp.arch;
+        m.hp.n_vocab = (uint32_t)n_vocab;
+        struct lm_ctx_params cp = {.mem_size = (64 + 64 * (size_t)m.hp.n_layer) * lm_tensor_overhead(),
+                                   .no_alloc = true};
+        m.layers = calloc(m.hp.n_layer, sizeof *m.layers);
+        if (!m.layers || lm_ctx_new(&cp, &m.ctx))
+            lm_ld_fail(&ld, LM_ERR_NOMEM, "out of memory");
+        else
+            def->tensors(&ld, &m);
     }
-    if (hp->n_layer == 0 || hp->n_layer > LM_MAX_LAYERS || lm_ctx_new(&cp, &m.ctx))
-        return LM_ERR_INVALID_ARG;
-    m.layers = calloc(hp->n_layer, sizeof *m.layers);
-    lm_status st = m.layers ? def->tensors(&ld, &m) : LM_ERR_NOMEM;
-    if (!st)
-        st = ld.status;
-    if (st) {
-        snprintf(err, err_size, "%s", ld.err[0] ? ld.err : lm_status_str(st));
+    if (ld.status) {
+        snprintf(err, err_size, "%s", ld.err);
         free(ld.decl);
     } else {
+        *hp = m.hp;
         *out = ld.decl;
         *n_out = ld.n_decl;
     }
     free(m.layers);
     lm_ctx_free(m.ctx);
-    return st;
+    return ld.status;
 }
 
 lm_status lm_model_load(const char *path, const struct lm_model_params *params, struct lm_model **out, char *err,

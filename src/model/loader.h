@@ -75,13 +75,17 @@ struct lm_decl_tensor {
     int64_t ne[4];
 };
 
-/* Run the architecture's tensor declaration (lm_arch_def.tensors) for hp
- * without a file: every required tensor, and each optional one for which
- * want(name, user) says yes (want NULL: none), in declaration order. The
- * tied output (lm_ld_output) is declared as "output.weight" only when want
- * says yes to it. *out is malloc'd (the caller frees it). LM_OK, or the
- * architecture's error (message in err). */
-lm_status lm_model_declare(const struct lm_hparams *hp, bool (*want)(const char *name, void *user), void *user,
-                           struct lm_decl_tensor **out, int *n_out, char *err, size_t err_size);
+/* Run the architecture's tensor declaration (lm_arch_def.tensors) for the
+ * metadata of g, which needs no tensors (lamina mkmodel writes its keys, then
+ * asks which tensors they imply): the hyperparameters are read and checked as
+ * a load reads them (into *hp), n_vocab is the length of
+ * tokenizer.ggml.tokens, and the list holds every required tensor and each
+ * optional one for which want(name, user) says yes (want NULL: none), in
+ * declaration order. The tied output (lm_ld_output) is "output.weight" when
+ * want says yes to it, else nothing. *out is malloc'd (the caller frees it).
+ * LM_OK, or the error (message in err). */
+lm_status lm_model_declare(struct lm_gguf *g, bool (*want)(const char *name, void *user), void *user,
+                           struct lm_hparams *hp, struct lm_decl_tensor **out, int *n_out, char *err,
+                           size_t err_size);
 
 #endif

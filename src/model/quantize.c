@@ -12,6 +12,8 @@
  * number of threads gives the same bytes.
  */
 #include "model/quantize.h"
+#include "core/tensor.h"
+#include "model/tensor_names.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -110,12 +112,29 @@ lm_status lm_qrecipe_init(struct lm_qrecipe *r, uint32_t ftype, const struct lm_
     return LM_OK;
 }
 
+/* b1892 recognises tensors by substrings of their names ("attn_v.weight"
+ * anywhere, "ffn_down" anywhere: experts too); the parts come from the
+ * tensor-name table. suffix NULL: the base name alone. */
+static bool has(const char *name, enum lm_tn tn, const char *suffix)
+{
+    char part[LM_MAX_NAME];
+    snprintf(part, sizeof part, "%s%s%s", lm_tn_base(tn), suffix ? "." : "", suffix ? suffix : "");
+    return strstr(name, part) != NULL;
+}
+
+/* The whole name of a global weight ("output.weight"). */
+static bool is(const char *name, enum lm_tn tn)
+{
+    char full[LM_MAX_NAME];
+    return !strcmp(name, lm_tn_format(full, sizeof full, tn, 0, "weight"));
+}
+
 /* See quantize.h. */
 void lm_qrecipe_count(struct lm_qrecipe *r, const char *name)
 {
-    if (strstr(name, "attn_v.weight") || strstr(name, "attn_qkv.weight"))
+    if (has(name, LM_TN_ATTN_V, "weight") || has(name, LM_TN_ATTN_QKV, "weight"))
         r->n_attention_wv++;
-    else if (strstr(name, "ffn_down"))
+    else if (has(name, LM_TN_FFN_DOWN, NULL))
         r->n_ffn_down++;
 }
 
@@ -214,7 +233,7 @@ static lm_status mixture_type(struct lm_qrecipe *r, const char *name, int64_t ne
                               size_t msg_size)
 {
     const struct lm_qmodel *m = &r->model;
-    if (!strcmp(name, "output.weight")) {
+    if (is(name, LM_TN_OUTPUT)) {
         if (is_falcon(r) || ne0 % LM_QK_K != 0)
             *t = LM_TYPE_Q8_0;
         else if (is_iq2(r))
@@ -222,27 +241,27 @@ static lm_status mixture_type(struct lm_qrecipe *r, const char *name, int64_t ne
         else if (*t != LM_TYPE_Q8_0)
             *t = LM_TYPE_Q6_K;
     } else if (is_iq2(r)) {
-        if (strstr(name, "attn_v.weight")) {
+        if (has(name, LM_TN_ATTN_V, "weight")) {
             uint32_t n_gqa = m->n_head_kv ? m->n_head / m->n_head_kv : 1;
             *t = n_gqa >= 4 || m->n_expert >= 4 ? LM_TYPE_Q4_K : LM_TYPE_Q2_K;
             r->i_attention_wv++;
-        } else if (strstr(name, "ffn_down")) {
+        } else if (has(name, LM_TN_FFN_DOWN, NULL)) {
             if (r->i_ffn_down < r->n_ffn_down / 8)
                 *t = LM_TYPE_Q2_K;
             r->i_ffn_down++;
-        } else if (!strcmp(name, "token_embd.weight")) {
+        } else if (is(name, LM_TN_TOKEN_EMBD)) {
             *t = LM_TYPE_Q2_K;
         }
-    } else if (strstr(name, "attn_v.weight")) {
+    } else if (has(name, LM_TN_ATTN_V, "weight")) {
         *t = type_attn_v(r, *t);
-    } else if (strstr(name, "attn_k.weight")) {
+    } else if (has(name, LM_TN_ATTN_K, "weight")) {
         if (m->n_expert == 8)
             *t = LM_TYPE_Q8_0;
-    } else if (strstr(name, "ffn_down")) {
+    } else if (has(name, LM_TN_FFN_DOWN, NULL)) {
         return type_ffn_down(r, name, t, msg, msg_size);
-    } else if (strstr(name, "attn_output.weight")) {
+    } else if (has(name, LM_TN_ATTN_OUT, "weight")) {
         *t = type_attn_output(r, *t);
-    } else if (strstr(name, "attn_qkv.weight")) {
+    } else if (has(name, LM_TN_ATTN_QKV, "weight")) {
         if (is_ftype(r, FT_Q3_K_M) || is_ftype(r, FT_Q3_K_L))
             *t = LM_TYPE_Q4_K;
         else if (is_ftype(r, FT_Q4_K_M))
@@ -288,7 +307,7 @@ lm_status lm_qrecipe_type(struct lm_qrecipe *r, const char *name, int n_dims, in
                           enum lm_type *out, bool *quantize, char *msg, size_t msg_size)
 {
     bool q = ends_with(name, "weight") && n_dims == 2 && !r->only_copy &&
-             (r->quantize_output_tensor || strcmp(name, "output.weight") != 0) && !strstr(name, "ffn_gate_inp.weight");
+             (r->quantize_output_tensor || !is(name, LM_TN_OUTPUT)) && !has(name, LM_TN_FFN_GATE_INP, "weight");
     enum lm_type t = src_type;
     if (q) {
         t = r->base;
@@ -559,7 +578,7 @@ static lm_status plan(struct qfile *q)
         if (p->imatrix)
             qt->imatrix = p->imatrix(p->imatrix_user, qt->ti->name, qt->ti->ne[0]);
         bool low_bit = qt->type == LM_TYPE_IQ2_XXS || qt->type == LM_TYPE_IQ2_XS ||
-                       (qt->type == LM_TYPE_Q2_K && p->ftype == FT_Q2_K_S && strcmp(qt->ti->name, "token_embd.weight"));
+                       (qt->type == LM_TYPE_Q2_K && p->ftype == FT_Q2_K_S && !is(qt->ti->name, LM_TN_TOKEN_EMBD));
         if (low_bit && !qt->imatrix)
             return qfail(q, LM_ERR_INVALID_ARG,
                          "Missing importance matrix for tensor %s in a very low-bit quantization", qt->ti->name);

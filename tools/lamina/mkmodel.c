@@ -1,6 +1,12 @@
-/* mkmodel.c - `lamina mkmodel NAME OUT.gguf`: a GGUF llama model with the
- * exact shapes of a named real model and synthetic weights, for benchmarks
- * and tests without downloading weights.
+/* mkmodel.c - `lamina mkmodel NAME OUT.gguf`: a GGUF model with the exact
+ * shapes of a named real model (of any architecture lamina runs) and
+ * synthetic weights, for benchmarks and tests without downloading weights.
+ *
+ * The tensor list is not written here: the metadata (architecture and
+ * hyperparameters) is written first, and the architecture's own tensor
+ * declaration (model/arch/<name>.c through lm_model_declare) says which
+ * tensors, with which names and shapes, it implies; each preset names the
+ * optional tensors its real model has (biases, an untied output).
  *
  * Weights: seeded, approximately normal (sum of four 16-bit uniforms, an
  * Irwin-Hall approximation of N(0,1) bounded at +-3.46), N(0, 0.02^2) for
@@ -13,7 +19,9 @@
  * buffer, so memory stays at one tensor.
  * The tokenizer keys (a real 32000-token SPM vocabulary) are copied from
  * shared/models/ggml-vocab/ggml-vocab-llama-spm.gguf so llama.cpp loads the
- * file too.
+ * file too; a model with a larger vocabulary gets it padded with unused
+ * tokens "<mk_pad_N>" to its real size (the embedding and output shapes are
+ * what benchmarks need).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,23 +32,37 @@
 #include "cli.h"
 #include "core/time.h"
 #include "gguf/gguf.h"
+#include "model/loader.h"
 #include "model/quantize.h"
 #include "quant/quant.h"
 
 struct mk_model {
-    const char *name, *desc;
+    const char *name, *desc, *arch;
     uint32_t n_vocab, n_embd, n_layer, n_head, n_head_kv, n_ff, n_ctx;
-    float rope_theta, rms_eps;
+    uint32_t head_dim; /* 0: n_embd / n_head */
+    uint32_t n_rot;    /* 0: the head size */
+    float rope_theta, norm_eps, max_alibi_bias;
+    /* The optional tensors the real model has: each declared optional tensor
+     * whose name ends with one of these space-separated suffixes. */
+    const char *optional;
 };
 
+#define LLAMA_OPT "output.weight"
 static const struct mk_model models[] = {
-    {"stories15m", "llama2.c TinyStories 15M", 32000, 288, 6, 6, 6, 768, 256, 10000.0f, 1e-5f},
-    {"stories42m", "llama2.c TinyStories 42M", 32000, 512, 8, 8, 8, 1376, 1024, 10000.0f, 1e-5f},
-    {"stories110m", "llama2.c TinyStories 110M", 32000, 768, 12, 12, 12, 2048, 1024, 10000.0f, 1e-5f},
-    {"tinyllama-1.1b", "TinyLlama 1.1B", 32000, 2048, 22, 32, 4, 5632, 2048, 10000.0f, 1e-5f},
-    {"llama-7b", "Llama 2 7B", 32000, 4096, 32, 32, 32, 11008, 4096, 10000.0f, 1e-5f},
-    {"llama-13b", "Llama 2 13B", 32000, 5120, 40, 40, 40, 13824, 4096, 10000.0f, 1e-5f},
-    {"mistral-7b", "Mistral 7B v0.1", 32000, 4096, 32, 32, 8, 14336, 32768, 10000.0f, 1e-5f},
+    {"stories15m", "llama2.c TinyStories 15M", "llama", 32000, 288, 6, 6, 6, 768, 256, 0, 0, 10000.0f, 1e-5f, 0,
+     LLAMA_OPT},
+    {"stories42m", "llama2.c TinyStories 42M", "llama", 32000, 512, 8, 8, 8, 1376, 1024, 0, 0, 10000.0f, 1e-5f, 0,
+     LLAMA_OPT},
+    {"stories110m", "llama2.c TinyStories 110M", "llama", 32000, 768, 12, 12, 12, 2048, 1024, 0, 0, 10000.0f, 1e-5f,
+     0, LLAMA_OPT},
+    {"tinyllama-1.1b", "TinyLlama 1.1B", "llama", 32000, 2048, 22, 32, 4, 5632, 2048, 0, 0, 10000.0f, 1e-5f, 0,
+     LLAMA_OPT},
+    {"llama-7b", "Llama 2 7B", "llama", 32000, 4096, 32, 32, 32, 11008, 4096, 0, 0, 10000.0f, 1e-5f, 0, LLAMA_OPT},
+    {"llama-13b", "Llama 2 13B", "llama", 32000, 5120, 40, 40, 40, 13824, 4096, 0, 0, 10000.0f, 1e-5f, 0, LLAMA_OPT},
+    {"mistral-7b", "Mistral 7B v0.1", "llama", 32000, 4096, 32, 32, 8, 14336, 32768, 0, 0, 10000.0f, 1e-5f, 0,
+     LLAMA_OPT},
+    {"gpt2-124m", "GPT-2 124M", "gpt2", 50257, 768, 12, 12, 12, 3072, 1024, 0, 0, 10000.0f, 1e-5f, 0,
+     "output.weight"},
 };
 #define N_MODELS ((int)(sizeof models / sizeof models[0]))
 
@@ -57,6 +79,7 @@ struct mk_tensor {
 
 struct mk {
     struct mk_model m;
+    struct lm_hparams hp; /* as the architecture reads them */
     struct mk_tensor *t;
     int n_t;
     uint64_t seed;
@@ -125,42 +148,55 @@ static lm_status fill(void *user, int64_t i, void *dst, size_t size)
 
 /* ---- the tensor list ---- */
 
-static void add(struct mk *mk, int n_dims, int64_t ne0, int64_t ne1, float mean, float std, const char *fmt, int il)
+static bool ends_with(const char *s, const char *suffix, size_t k)
 {
-    struct mk_tensor *t = &mk->t[mk->n_t++];
-    snprintf(t->name, sizeof t->name, fmt, il);
-    t->n_dims = n_dims;
-    t->ne[0] = ne0;
-    t->ne[1] = ne1;
-    t->mean = mean;
-    t->std = std;
-    t->key = hash_name(t->name);
+    size_t n = strlen(s);
+    return n >= k && !memcmp(s + n - k, suffix, k);
 }
 
-/* The tensors in the order of the fixture models (per layer: attention, then FFN). */
-static bool make_tensors(struct mk *mk)
+/* lm_model_declare's question: does the real model have this optional tensor? */
+static bool want_optional(const char *name, void *user)
 {
-    const struct mk_model *m = &mk->m;
-    const int64_t e = m->n_embd, kv = (int64_t)m->n_embd / m->n_head * m->n_head_kv, f = m->n_ff, v = m->n_vocab;
-    const float w = 0.02f;
-    mk->t = calloc(3 + 9 * (size_t)m->n_layer, sizeof *mk->t);
-    if (!mk->t)
-        return false;
-    add(mk, 2, e, v, 0.0f, w, "token_embd.weight", 0);
-    for (uint32_t il = 0; il < m->n_layer; il++) {
-        add(mk, 1, e, 1, 1.0f, w, "blk.%d.attn_norm.weight", (int)il);
-        add(mk, 2, e, e, 0.0f, w, "blk.%d.attn_q.weight", (int)il);
-        add(mk, 2, e, kv, 0.0f, w, "blk.%d.attn_k.weight", (int)il);
-        add(mk, 2, e, kv, 0.0f, w, "blk.%d.attn_v.weight", (int)il);
-        add(mk, 2, e, e, 0.0f, w, "blk.%d.attn_output.weight", (int)il);
-        add(mk, 1, e, 1, 1.0f, w, "blk.%d.ffn_norm.weight", (int)il);
-        add(mk, 2, e, f, 0.0f, w, "blk.%d.ffn_gate.weight", (int)il);
-        add(mk, 2, f, e, 0.0f, w, "blk.%d.ffn_down.weight", (int)il);
-        add(mk, 2, e, f, 0.0f, w, "blk.%d.ffn_up.weight", (int)il);
+    const struct mk_model *m = user;
+    for (const char *p = m->optional; p && *p;) {
+        size_t k = strcspn(p, " ");
+        if (k && ends_with(name, p, k))
+            return true;
+        p += k + (p[k] == ' ');
     }
-    add(mk, 1, e, 1, 1.0f, w, "output_norm.weight", 0);
-    add(mk, 2, e, v, 0.0f, w, "output.weight", 0);
-    return true;
+    return false;
+}
+
+/* The tensors the architecture declares for the metadata in meta, in its
+ * order; norms ~ 1 + N(0, 0.02^2), everything else N(0, 0.02^2). */
+static bool make_tensors(struct mk *mk, struct lm_gguf *meta)
+{
+    struct lm_decl_tensor *d = NULL;
+    int n = 0;
+    char err[256] = "";
+    if (lm_model_declare(meta, want_optional, &mk->m, &mk->hp, &d, &n, err, sizeof err)) {
+        fprintf(stderr, "error: %s: %s\n", mk->m.name, err);
+        return false;
+    }
+    mk->t = calloc((size_t)n, sizeof *mk->t);
+    for (int i = 0; i < n && mk->t; i++) {
+        struct mk_tensor *t = &mk->t[mk->n_t++];
+        if (d[i].n_dims > 2) { /* experts */
+            fprintf(stderr, "error: %s: 3-D tensor %s: mkmodel writes no mixture-of-experts models\n", mk->m.name,
+                    d[i].name);
+            free(d);
+            return false;
+        }
+        snprintf(t->name, sizeof t->name, "%s", d[i].name);
+        t->n_dims = d[i].n_dims;
+        t->ne[0] = d[i].ne[0];
+        t->ne[1] = d[i].ne[1];
+        t->mean = d[i].n_dims == 1 && ends_with(t->name, "norm.weight", 11) ? 1.0f : 0.0f;
+        t->std = 0.02f;
+        t->key = hash_name(t->name);
+    }
+    free(d);
+    return mk->t != NULL;
 }
 
 /* Each tensor's type: F32/F16/BF16 for every 2-D weight (norms F32), or
@@ -169,8 +205,8 @@ static bool choose_types(struct mk *mk, uint32_t ftype, bool pure)
 {
     const struct lm_ftype_info *fi = lm_ftype_info(ftype);
     bool is_float = fi->base == LM_TYPE_F32 || fi->base == LM_TYPE_F16 || fi->base == LM_TYPE_BF16;
-    struct lm_qmodel qm = {.arch = "llama", .n_layer = mk->m.n_layer, .n_head = mk->m.n_head,
-                           .n_head_kv = mk->m.n_head_kv};
+    struct lm_qmodel qm = {.n_layer = mk->hp.n_layer, .n_head = mk->hp.n_head, .n_head_kv = mk->hp.n_head_kv};
+    snprintf(qm.arch, sizeof qm.arch, "%s", mk->m.arch);
     struct lm_qrecipe r;
     if (lm_qrecipe_init(&r, ftype, &qm) != LM_OK)
         return false;
@@ -261,29 +297,37 @@ static bool find_vocab(const char *opt, char *out, size_t size)
 
 /* ---- the file ---- */
 
+/* The architecture's keys ("<arch>.block_count", ...), as a converter writes them. */
 static lm_status set_hparams(struct lm_gguf_writer *w, const struct mk *mk, uint32_t ftype)
 {
     const struct mk_model *m = &mk->m;
-    char name[160];
+    const uint32_t head = m->head_dim ? m->head_dim : m->n_embd / m->n_head;
+    char name[160], key[96];
     snprintf(name, sizeof name, "%s (lamina mkmodel, synthetic weights, seed %llu)", m->name,
              (unsigned long long)mk->seed);
-    lm_status st = lm_gguf_set_str(w, "general.architecture", "llama");
+#define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, m->arch), key)
+    lm_status st = lm_gguf_set_str(w, "general.architecture", m->arch);
     if (!st) st = lm_gguf_set_str(w, "general.name", name);
-    if (!st) st = lm_gguf_set_u32(w, "llama.context_length", m->n_ctx);
-    if (!st) st = lm_gguf_set_u32(w, "llama.embedding_length", m->n_embd);
-    if (!st) st = lm_gguf_set_u32(w, "llama.block_count", m->n_layer);
-    if (!st) st = lm_gguf_set_u32(w, "llama.feed_forward_length", m->n_ff);
-    if (!st) st = lm_gguf_set_u32(w, "llama.rope.dimension_count", m->n_embd / m->n_head);
-    if (!st) st = lm_gguf_set_u32(w, "llama.attention.head_count", m->n_head);
-    if (!st) st = lm_gguf_set_u32(w, "llama.attention.head_count_kv", m->n_head_kv);
-    if (!st) st = lm_gguf_set_f32(w, "llama.attention.layer_norm_rms_epsilon", m->rms_eps);
-    if (!st) st = lm_gguf_set_f32(w, "llama.rope.freq_base", m->rope_theta);
+    if (!st) st = lm_gguf_set_u32(w, KEY("context_length"), m->n_ctx);
+    if (!st) st = lm_gguf_set_u32(w, KEY("embedding_length"), m->n_embd);
+    if (!st) st = lm_gguf_set_u32(w, KEY("block_count"), m->n_layer);
+    if (!st) st = lm_gguf_set_u32(w, KEY("feed_forward_length"), m->n_ff);
+    if (!st) st = lm_gguf_set_u32(w, KEY("rope.dimension_count"), m->n_rot ? m->n_rot : head);
+    if (!st) st = lm_gguf_set_u32(w, KEY("attention.head_count"), m->n_head);
+    if (!st) st = lm_gguf_set_u32(w, KEY("attention.head_count_kv"), m->n_head_kv);
+    if (!st && m->head_dim) st = lm_gguf_set_u32(w, KEY("attention.key_length"), head);
+    if (!st && m->head_dim) st = lm_gguf_set_u32(w, KEY("attention.value_length"), head);
+    if (!st) st = lm_gguf_set_f32(w, KEY("attention.layer_norm_rms_epsilon"), m->norm_eps);
+    if (!st && strcmp(m->arch, "llama")) st = lm_gguf_set_f32(w, KEY("attention.layer_norm_epsilon"), m->norm_eps);
+    if (!st && m->max_alibi_bias > 0) st = lm_gguf_set_f32(w, KEY("attention.max_alibi_bias"), m->max_alibi_bias);
+    if (!st) st = lm_gguf_set_f32(w, KEY("rope.freq_base"), m->rope_theta);
     if (!st) st = lm_gguf_set_u32(w, "general.file_type", ftype);
-    if (!st) st = lm_gguf_set_u32(w, "llama.vocab_size", m->n_vocab);
+    if (!st) st = lm_gguf_set_u32(w, KEY("vocab_size"), m->n_vocab);
+#undef KEY
     return st;
 }
 
-/* Open the vocabulary and take its size as the model's n_vocab. */
+/* Open the vocabulary; a model with more tokens than it has gets padding. */
 static int open_vocab(const char *path, struct mk_model *m, struct lm_gguf **out)
 {
     struct lm_gguf *g = NULL;
@@ -299,29 +343,87 @@ static int open_vocab(const char *path, struct mk_model *m, struct lm_gguf **out
         lm_gguf_close(g);
         return 1;
     }
-    if (n != m->n_vocab)
+    if (n > m->n_vocab) {
         fprintf(stderr, "note: the vocabulary has %llu tokens, %s has %u: using %llu\n", (unsigned long long)n,
                 m->name, m->n_vocab, (unsigned long long)n);
-    m->n_vocab = (uint32_t)n;
+        m->n_vocab = (uint32_t)n;
+    }
     *out = g;
     return 0;
 }
 
-/* Copy the tokenizer.* keys of the vocabulary, in its order. */
-static lm_status copy_vocab(struct lm_gguf_writer *w, const struct lm_gguf *g)
+/* tokens, scores and types padded to n with unused "<mk_pad_N>" tokens */
+static lm_status pad_vocab(struct lm_gguf_writer *w, const struct lm_gguf *g, uint64_t n)
 {
+    int64_t kt = lm_gguf_find_key(g, "tokenizer.ggml.tokens"), ks = lm_gguf_find_key(g, "tokenizer.ggml.scores");
+    int64_t ky = lm_gguf_find_key(g, "tokenizer.ggml.token_type");
+    uint64_t n0 = 0;
+    const void *scores = NULL, *types = NULL;
+    if (kt < 0 || lm_gguf_get_arr_n(g, kt, &n0) || (ks >= 0 && lm_gguf_get_arr_data(g, ks, &scores)) ||
+        (ky >= 0 && lm_gguf_get_arr_data(g, ky, &types)))
+        return LM_ERR_CORRUPT;
+    char **tok = calloc(n, sizeof *tok);
+    float *sc = malloc(n * sizeof *sc);
+    int32_t *ty = malloc(n * sizeof *ty);
+    lm_status st = tok && sc && ty ? LM_OK : LM_ERR_NOMEM;
+    for (uint64_t i = 0; i < n && !st; i++) {
+        const char *s = NULL;
+        size_t len = 0;
+        char pad[32];
+        if (i < n0 && lm_gguf_get_arr_str(g, kt, i, &s, &len))
+            st = LM_ERR_CORRUPT;
+        if (i >= n0) {
+            len = (size_t)snprintf(pad, sizeof pad, "<mk_pad_%llu>", (unsigned long long)(i - n0));
+            s = pad;
+        }
+        if (!st && (tok[i] = malloc(len + 1))) {
+            memcpy(tok[i], s, len);
+            tok[i][len] = 0;
+        } else if (!st) {
+            st = LM_ERR_NOMEM;
+        }
+        if (!st) {
+            sc[i] = i < n0 && scores ? ((const float *)scores)[i] : -1e9f;
+            ty[i] = i < n0 && types ? ((const int32_t *)types)[i] : 1; /* normal */
+        }
+    }
+    if (!st) st = lm_gguf_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)tok, n);
+    if (!st && ks >= 0) st = lm_gguf_set_arr_data(w, "tokenizer.ggml.scores", LM_GGUF_FLOAT32, sc, n);
+    if (!st && ky >= 0) st = lm_gguf_set_arr_data(w, "tokenizer.ggml.token_type", LM_GGUF_INT32, ty, n);
+    for (uint64_t i = 0; tok && i < n; i++)
+        free(tok[i]);
+    free(tok);
+    free(sc);
+    free(ty);
+    return st;
+}
+
+/* Copy the tokenizer.* keys of the vocabulary, in its order; padded to n_vocab tokens. */
+static lm_status copy_vocab(struct lm_gguf_writer *w, const struct lm_gguf *g, uint32_t n_vocab)
+{
+    uint64_t n0 = 0;
+    lm_gguf_get_arr_n(g, lm_gguf_find_key(g, "tokenizer.ggml.tokens"), &n0);
+    bool pad = n0 < n_vocab;
     lm_status st = LM_OK;
-    for (int64_t i = 0; i < lm_gguf_n_kv(g) && !st; i++)
-        if (!strncmp(lm_gguf_key(g, i), "tokenizer.", 10))
+    for (int64_t i = 0; i < lm_gguf_n_kv(g) && !st; i++) {
+        const char *key = lm_gguf_key(g, i);
+        if (pad && (!strcmp(key, "tokenizer.ggml.tokens") || !strcmp(key, "tokenizer.ggml.scores") ||
+                    !strcmp(key, "tokenizer.ggml.token_type")))
+            continue;
+        if (!strncmp(key, "tokenizer.", 10))
             st = lm_gguf_copy_kv(w, g, i);
+    }
+    if (!st && pad)
+        st = pad_vocab(w, g, n_vocab);
     return st;
 }
 
 static void mkmodel_usage(FILE *f)
 {
     fprintf(f, "usage: lamina mkmodel NAME OUT.gguf [options]\n\n"
-               "Writes a llama GGUF with the exact shapes of model NAME and synthetic weights\n"
-               "(seeded N(0, 0.02^2), norms ~1) and a real 32000-token SPM vocabulary.\n\n"
+               "Writes a GGUF with the architecture and exact shapes of model NAME, synthetic\n"
+               "weights (seeded N(0, 0.02^2), norms ~1) and a real 32000-token SPM vocabulary\n"
+               "(padded with unused tokens to the model's vocabulary size).\n\n"
                "  --type TYPE     F32, F16 (default), BF16, or a quantize type (Q4_0, Q8_0, Q4_K_M, ...;\n"
                "                  per-tensor types as `lamina quantize` chooses them)\n"
                "  --pure          every 2-D weight in TYPE's base type (no k-quant mixture)\n"
@@ -332,8 +434,9 @@ static void mkmodel_usage(FILE *f)
                "                  also $LM_SHARED_DIR/" VOCAB_REL ")\n\nNAME:\n");
     for (int i = 0; i < N_MODELS; i++) {
         const struct mk_model *m = &models[i];
-        fprintf(f, "  %-15s %-26s n_embd %4u, %2u layers, %2u heads (%2u KV), n_ff %5u, ctx %u\n", m->name,
-                m->desc, m->n_embd, m->n_layer, m->n_head, m->n_head_kv, m->n_ff, m->n_ctx);
+        fprintf(f, "  %-15s %-9s %-26s n_embd %4u, %2u layers, %2u heads (%2u KV), n_ff %5u, vocab %6u, ctx %u\n",
+                m->name, m->arch, m->desc, m->n_embd, m->n_layer, m->n_head, m->n_head_kv, m->n_ff, m->n_vocab,
+                m->n_ctx);
     }
 }
 
@@ -416,7 +519,7 @@ static int write_model(struct mk *mk, uint32_t ftype, bool pure, struct lm_gguf 
     if (!st)
         st = set_hparams(w, mk, ftype);
     if (!st)
-        st = copy_vocab(w, vocab);
+        st = copy_vocab(w, vocab, mk->m.n_vocab);
     if (!st && lm_ftype_info(ftype)->base != LM_TYPE_F32 && lm_ftype_info(ftype)->base != LM_TYPE_F16 &&
         lm_ftype_info(ftype)->base != LM_TYPE_BF16)
         st = lm_gguf_set_u32(w, "general.quantization_version", LM_QNT_VERSION);
@@ -425,7 +528,23 @@ static int write_model(struct mk *mk, uint32_t ftype, bool pure, struct lm_gguf 
         lm_gguf_writer_free(w);
         return 1;
     }
-    if (!make_tensors(mk) || !choose_types(mk, ftype, pure)) {
+    /* the metadata alone, read back: the architecture says which tensors it implies */
+    char meta_path[4200];
+    snprintf(meta_path, sizeof meta_path, "%s.meta.tmp", out);
+    struct lm_gguf *meta = NULL;
+    char err[256] = "";
+    st = lm_gguf_write_file(w, meta_path);
+    if (!st)
+        st = lm_gguf_open(meta_path, &meta, err, sizeof err);
+    remove(meta_path);
+    if (st) {
+        fprintf(stderr, "error: writing %s: %s %s\n", meta_path, lm_status_str(st), err);
+        lm_gguf_writer_free(w);
+        return 1;
+    }
+    bool made = make_tensors(mk, meta);
+    lm_gguf_close(meta);
+    if (!made || !choose_types(mk, ftype, pure)) {
         lm_gguf_writer_free(w);
         return 1;
     }
