@@ -61,6 +61,7 @@ typedef int32_t llama_seq_id;
 enum llama_vocab_type {
     LLAMA_VOCAB_TYPE_SPM = 0, /* SentencePiece-style, byte fallback */
     LLAMA_VOCAB_TYPE_BPE = 1, /* byte-level BPE (GPT-2 style) */
+    LLAMA_VOCAB_TYPE_WPM = 2, /* WordPiece (BERT); an addition to b1892's enum, as llama.cpp later numbered it */
 };
 
 enum llama_token_type {

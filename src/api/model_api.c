@@ -123,7 +123,11 @@ bool llama_mlock_supported(void) { return true; }
 
 enum llama_vocab_type llama_vocab_type(const struct llama_model *model)
 {
-    return lm_vocab_type(model->m->vocab) == LM_VOCAB_BPE ? LLAMA_VOCAB_TYPE_BPE : LLAMA_VOCAB_TYPE_SPM;
+    switch (lm_vocab_type(model->m->vocab)) {
+    case LM_VOCAB_BPE: return LLAMA_VOCAB_TYPE_BPE;
+    case LM_VOCAB_WPM: return LLAMA_VOCAB_TYPE_WPM;
+    default: return LLAMA_VOCAB_TYPE_SPM;
+    }
 }
 
 int32_t llama_n_vocab(const struct llama_model *model) { return lm_vocab_n_tokens(model->m->vocab); }

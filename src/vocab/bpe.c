@@ -25,7 +25,8 @@ struct bigram {
 };
 
 /* lower rank first; ties: the leftmost pair */
-static bool before(const void *vx, const void *vy) {
+static bool before(const void *vx, const void *vy)
+{
     const struct bigram *x = vx, *y = vy;
     return x->rank < y->rank || (x->rank == y->rank && x->left < y->left);
 }
@@ -41,7 +42,8 @@ struct bpe_state {
     bool oom;
 };
 
-static int32_t merge_rank(struct bpe_state *st, const struct sym *l, const struct sym *r) {
+static int32_t merge_rank(struct bpe_state *st, const struct sym *l, const struct sym *r)
+{
     st->key.n = 0;
     lm_vocab_cbuf_append(&st->key, st->enc.data + l->off, l->n);
     lm_vocab_cbuf_append(&st->key, " ", 1);
@@ -57,7 +59,8 @@ static int32_t merge_rank(struct bpe_state *st, const struct sym *l, const struc
     return rank;
 }
 
-static void add_bigram(struct bpe_state *st, int32_t left, int32_t right) {
+static void add_bigram(struct bpe_state *st, int32_t left, int32_t right)
+{
     if (left < 0 || right < 0) {
         return;
     }
@@ -69,7 +72,8 @@ static void add_bigram(struct bpe_state *st, int32_t left, int32_t right) {
     }
 }
 
-static void emit_symbol(const struct lm_vocab *v, const char *s, uint32_t n, struct ivec *out) {
+static void emit_symbol(const struct lm_vocab *v, const char *s, uint32_t n, struct ivec *out)
+{
     int32_t id = lm_vocab_strmap_get(&v->tok_map, s, n);
     if (id >= 0) {
         lm_vocab_ivec_push(out, id);
@@ -88,7 +92,8 @@ static void emit_symbol(const struct lm_vocab *v, const char *s, uint32_t n, str
     }
 }
 
-static void bpe_word(struct bpe_state *st, const char *word, size_t len, struct ivec *out) {
+static void bpe_word(struct bpe_state *st, const char *word, size_t len, struct ivec *out)
+{
     st->enc.n = 0;
     st->heap.n = 0;
     if (len > (size_t)INT32_MAX / 2) { /* the encoded word needs 32-bit offsets */
@@ -107,8 +112,8 @@ static void bpe_word(struct bpe_state *st, const char *word, size_t len, struct 
     for (size_t i = 0; i < len; i++) {
         char u[4];
         int ul = lm_vocab_utf8_encode(lm_vocab_byte_to_cp((uint8_t)word[i]), u);
-        st->syms[i] = (struct sym){.prev = (int32_t)i - 1, .next = (int32_t)i + 1, .off = (uint32_t)st->enc.n,
-                                   .n = (uint32_t)ul};
+        st->syms[i] =
+            (struct sym){.prev = (int32_t)i - 1, .next = (int32_t)i + 1, .off = (uint32_t)st->enc.n, .n = (uint32_t)ul};
         lm_vocab_cbuf_append(&st->enc, u, (size_t)ul);
     }
     st->syms[len - 1].next = -1;
@@ -136,7 +141,8 @@ static void bpe_word(struct bpe_state *st, const char *word, size_t len, struct 
     }
 }
 
-void lm_vocab_bpe_tokenize(const struct lm_vocab *v, const char *text, size_t len, struct ivec *out) {
+void lm_vocab_bpe_tokenize(const struct lm_vocab *v, const char *text, size_t len, struct ivec *out)
+{
     struct ivec words = {0};
     struct bpe_state st = {.v = v, .heap = lm_vocab_heap_init(sizeof(struct bigram), before)};
     lm_vocab_pretok_split(v, text, len, &words);

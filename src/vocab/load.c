@@ -5,6 +5,7 @@
  * lm_vocab_build checks the values (ids in range, merges that parse). Keys
  * and defaults follow llama.cpp b1892's llm_load_vocab; where b1892 warned
  * and went on with a default (a special id out of range), we refuse the file.
+ * "bert" (WordPiece) came after b1892; its keys are those later files carry.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,8 @@ struct loaded {
     size_t *merge_lens;
 };
 
-static void loaded_free(struct loaded *l) {
+static void loaded_free(struct loaded *l)
+{
     free(l->tokens);
     free(l->token_lens);
     free(l->scores);
@@ -41,7 +43,8 @@ static void loaded_free(struct loaded *l) {
 /* Index of an array key with elements of type et; -1 if absent. When
  * expect_n is not 0 the length must equal it. */
 static lm_status find_array(const struct lm_gguf *g, const char *key, enum lm_gguf_type et, uint64_t expect_n,
-                            int64_t *idx, uint64_t *n, char *err, size_t err_size) {
+                            int64_t *idx, uint64_t *n, char *err, size_t err_size)
+{
     *idx = lm_gguf_find_key(g, key);
     if (*idx < 0) {
         return LM_OK;
@@ -61,7 +64,8 @@ static lm_status find_array(const struct lm_gguf *g, const char *key, enum lm_gg
 }
 
 static lm_status read_strings(const struct lm_gguf *g, int64_t idx, uint64_t n, const char ***strs, size_t **lens,
-                              const char *key, char *err, size_t err_size) {
+                              const char *key, char *err, size_t err_size)
+{
     *strs = malloc((n ? n : 1) * sizeof(**strs));
     *lens = malloc((n ? n : 1) * sizeof(**lens));
     if (!*strs || !*lens) {
@@ -80,7 +84,8 @@ static lm_status read_strings(const struct lm_gguf *g, int64_t idx, uint64_t n, 
  * (the reader's block need not be aligned for float/int32 loads); *out stays
  * NULL when the key is absent. */
 static lm_status read_opt_u32s(const struct lm_gguf *g, const char *key, enum lm_gguf_type et, uint64_t n, void **out,
-                               char *err, size_t err_size) {
+                               char *err, size_t err_size)
+{
     int64_t idx;
     uint64_t m;
     lm_status st = find_array(g, key, et, n, &idx, &m, err, err_size);
@@ -101,7 +106,8 @@ static lm_status read_opt_u32s(const struct lm_gguf *g, const char *key, enum lm
 
 /* An optional token id: absent -> keep *id; 0xFFFFFFFF or -1 -> -1; values
  * beyond int32 are passed on as out of range for lm_vocab_build to refuse. */
-static lm_status read_id(const struct lm_gguf *g, const char *key, int32_t *id, char *err, size_t err_size) {
+static lm_status read_id(const struct lm_gguf *g, const char *key, int32_t *id, char *err, size_t err_size)
+{
     int64_t i = lm_gguf_find_key(g, key);
     if (i < 0) {
         return LM_OK;
@@ -119,7 +125,8 @@ static lm_status read_id(const struct lm_gguf *g, const char *key, int32_t *id, 
     return LM_OK;
 }
 
-static lm_status read_flag(const struct lm_gguf *g, const char *key, int *flag, char *err, size_t err_size) {
+static lm_status read_flag(const struct lm_gguf *g, const char *key, int *flag, char *err, size_t err_size)
+{
     int64_t i = lm_gguf_find_key(g, key);
     bool b;
     if (i < 0) {
@@ -133,7 +140,8 @@ static lm_status read_flag(const struct lm_gguf *g, const char *key, int *flag, 
     return LM_OK;
 }
 
-static lm_status read_model(const struct lm_gguf *g, struct lm_vocab_desc *d, char *err, size_t err_size) {
+static lm_status read_model(const struct lm_gguf *g, struct lm_vocab_desc *d, char *err, size_t err_size)
+{
     int64_t i = lm_gguf_find_key(g, KEY_MODEL);
     const char *model;
     size_t len;
@@ -149,9 +157,11 @@ static lm_status read_model(const struct lm_gguf *g, struct lm_vocab_desc *d, ch
         d->type = LM_VOCAB_SPM;
     } else if (strcmp(model, "gpt2") == 0) {
         d->type = LM_VOCAB_BPE;
+    } else if (strcmp(model, "bert") == 0) {
+        d->type = LM_VOCAB_WPM;
     } else {
-        lm_vocab_seterr(err, err_size, "vocab: tokenizer model '%.64s' is not supported (only 'llama' and 'gpt2')",
-                        model);
+        lm_vocab_seterr(err, err_size,
+                        "vocab: tokenizer model '%.64s' is not supported (only 'llama', 'gpt2' and 'bert')", model);
         return LM_ERR_UNSUPPORTED;
     }
     i = lm_gguf_find_key(g, KEY_PRE);
@@ -163,7 +173,8 @@ static lm_status read_model(const struct lm_gguf *g, struct lm_vocab_desc *d, ch
 }
 
 static lm_status read_arrays(const struct lm_gguf *g, struct lm_vocab_desc *d, struct loaded *l, char *err,
-                             size_t err_size) {
+                             size_t err_size)
+{
     int64_t idx;
     uint64_t n = 0, m = 0;
     lm_status st = find_array(g, KEY_TOKENS, LM_GGUF_STRING, 0, &idx, &n, err, err_size);
@@ -207,16 +218,23 @@ static lm_status read_arrays(const struct lm_gguf *g, struct lm_vocab_desc *d, s
     return LM_OK;
 }
 
-static lm_status read_ids(const struct lm_gguf *g, struct lm_vocab_desc *d, char *err, size_t err_size) {
+static lm_status read_ids(const struct lm_gguf *g, struct lm_vocab_desc *d, char *err, size_t err_size)
+{
     static const char *const keys[] = {
-        "tokenizer.ggml.bos_token_id",    "tokenizer.ggml.eos_token_id",     "tokenizer.ggml.unknown_token_id",
+        "tokenizer.ggml.bos_token_id",       "tokenizer.ggml.eos_token_id",     "tokenizer.ggml.unknown_token_id",
         "tokenizer.ggml.seperator_token_id", "tokenizer.ggml.padding_token_id", "tokenizer.ggml.prefix_token_id",
-        "tokenizer.ggml.suffix_token_id", "tokenizer.ggml.middle_token_id",  "tokenizer.ggml.eot_token_id",
+        "tokenizer.ggml.suffix_token_id",    "tokenizer.ggml.middle_token_id",  "tokenizer.ggml.eot_token_id",
     };
     int32_t *ids[] = {&d->bos, &d->eos, &d->unk, &d->sep, &d->pad, &d->prefix, &d->suffix, &d->middle, &d->eot};
     lm_status st = LM_OK;
+    if (d->type == LM_VOCAB_WPM) { /* BERT files name [CLS], not a bos; a bos key still wins */
+        st = read_id(g, "tokenizer.ggml.cls_token_id", &d->bos, err, err_size);
+    }
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]) && !st; i++) {
         st = read_id(g, keys[i], ids[i], err, err_size);
+    }
+    if (d->type == LM_VOCAB_WPM && d->eos == LM_VOCAB_ID_DEFAULT) {
+        d->eos = d->sep; /* [SEP] ends a BERT input */
     }
     if (!st) {
         st = read_flag(g, "tokenizer.ggml.add_bos_token", &d->add_bos, err, err_size);
@@ -227,7 +245,8 @@ static lm_status read_ids(const struct lm_gguf *g, struct lm_vocab_desc *d, char
     return st;
 }
 
-lm_status lm_vocab_load(const struct lm_gguf *g, struct lm_vocab **out, char *err, size_t err_size) {
+lm_status lm_vocab_load(const struct lm_gguf *g, struct lm_vocab **out, char *err, size_t err_size)
+{
     if (!g || !out) {
         lm_vocab_seterr(err, err_size, "vocab: no reader");
         return LM_ERR_INVALID_ARG;

@@ -24,28 +24,28 @@
 
 /* The cl100k-style pattern (Llama 3, DBRX), with the case-insensitive
  * contractions spelled out as llama.cpp does. */
-#define RX_CL100K                                                                                                 \
-    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}"          \
+#define RX_CL100K                                                                                                      \
+    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}"              \
     "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 
 /* CJK ideographs, U+0800..U+4E00 and Hangul, as deepseek's patterns write them. */
 #define RX_DEEPSEEK_CJK "[\\x{4E00}-\\x{9FA5}\\x{800}-\\x{4E00}\\x{AC00}-\\x{D7FF}]+"
 
 /* deepseek-llm's cased-letter class (Lu, Ll, Lt of an older Unicode). */
-#define RX_DEEPSEEK_LLM_LETTERS                                                                                   \
-    "\\s?[A-Za-z\\x{B5}\\x{C0}-\\x{D6}\\x{D8}-\\x{F6}\\x{F8}-\\x{1BA}\\x{1BC}-\\x{1BF}\\x{1C4}-\\x{293}"            \
-    "\\x{295}-\\x{2AF}\\x{370}-\\x{373}\\x{376}\\x{377}\\x{37B}-\\x{37D}\\x{37F}\\x{386}\\x{388}-\\x{38A}\\x{38C}"  \
-    "\\x{38E}-\\x{3A1}\\x{3A3}-\\x{3F5}\\x{3F7}-\\x{481}\\x{48A}-\\x{52F}\\x{531}-\\x{556}\\x{10A0}-\\x{10C5}"      \
-    "\\x{13A0}-\\x{13F5}\\x{13F8}-\\x{13FD}\\x{1C90}-\\x{1CBA}\\x{1CBD}-\\x{1CBF}\\x{1D00}-\\x{1D2B}"              \
-    "\\x{1D6B}-\\x{1D77}\\x{1D79}-\\x{1D9A}\\x{1E00}-\\x{1F15}\\x{1F18}-\\x{1F1D}\\x{1F20}-\\x{1F45}"              \
-    "\\x{1F48}-\\x{1F4D}\\x{1F50}-\\x{1F57}\\x{1F59}\\x{1F5B}\\x{1F5D}\\x{1F5F}-\\x{1F7D}\\x{1F80}-\\x{1FB4}"      \
-    "\\x{1FB6}-\\x{1FBC}\\x{1FBE}\\x{1FC2}-\\x{1FC4}\\x{1FC6}-\\x{1FCC}\\x{1FD0}-\\x{1FD3}\\x{1FD6}-\\x{1FDB}"     \
-    "\\x{1FE0}-\\x{1FEC}\\x{1FF2}-\\x{1FF4}\\x{1FF6}-\\x{1FFC}\\x{2102}\\x{2107}\\x{210A}-\\x{2113}\\x{2115}"      \
-    "\\x{2119}-\\x{211D}\\x{2124}\\x{2126}\\x{2128}\\x{212A}-\\x{212D}\\x{212F}-\\x{2134}\\x{2139}"               \
-    "\\x{213C}-\\x{213F}\\x{2145}-\\x{2149}\\x{214E}\\x{2183}\\x{2184}\\x{2C00}-\\x{2C7B}\\x{2C7E}-\\x{2CE4}"      \
-    "\\x{2CEB}-\\x{2CEE}\\x{2CF2}\\x{2CF3}\\x{A640}-\\x{A66D}\\x{A680}-\\x{A69B}\\x{A722}-\\x{A76F}"               \
-    "\\x{A771}-\\x{A787}\\x{A78B}-\\x{A78E}\\x{AB70}-\\x{ABBF}\\x{FB00}-\\x{FB06}\\x{FB13}-\\x{FB17}"              \
-    "\\x{FF21}-\\x{FF3A}\\x{FF41}-\\x{FF5A}\\x{10400}-\\x{1044F}\\x{104B0}-\\x{104D3}\\x{104D8}-\\x{104FB}"        \
+#define RX_DEEPSEEK_LLM_LETTERS                                                                                        \
+    "\\s?[A-Za-z\\x{B5}\\x{C0}-\\x{D6}\\x{D8}-\\x{F6}\\x{F8}-\\x{1BA}\\x{1BC}-\\x{1BF}\\x{1C4}-\\x{293}"               \
+    "\\x{295}-\\x{2AF}\\x{370}-\\x{373}\\x{376}\\x{377}\\x{37B}-\\x{37D}\\x{37F}\\x{386}\\x{388}-\\x{38A}\\x{38C}"     \
+    "\\x{38E}-\\x{3A1}\\x{3A3}-\\x{3F5}\\x{3F7}-\\x{481}\\x{48A}-\\x{52F}\\x{531}-\\x{556}\\x{10A0}-\\x{10C5}"         \
+    "\\x{13A0}-\\x{13F5}\\x{13F8}-\\x{13FD}\\x{1C90}-\\x{1CBA}\\x{1CBD}-\\x{1CBF}\\x{1D00}-\\x{1D2B}"                  \
+    "\\x{1D6B}-\\x{1D77}\\x{1D79}-\\x{1D9A}\\x{1E00}-\\x{1F15}\\x{1F18}-\\x{1F1D}\\x{1F20}-\\x{1F45}"                  \
+    "\\x{1F48}-\\x{1F4D}\\x{1F50}-\\x{1F57}\\x{1F59}\\x{1F5B}\\x{1F5D}\\x{1F5F}-\\x{1F7D}\\x{1F80}-\\x{1FB4}"          \
+    "\\x{1FB6}-\\x{1FBC}\\x{1FBE}\\x{1FC2}-\\x{1FC4}\\x{1FC6}-\\x{1FCC}\\x{1FD0}-\\x{1FD3}\\x{1FD6}-\\x{1FDB}"         \
+    "\\x{1FE0}-\\x{1FEC}\\x{1FF2}-\\x{1FF4}\\x{1FF6}-\\x{1FFC}\\x{2102}\\x{2107}\\x{210A}-\\x{2113}\\x{2115}"          \
+    "\\x{2119}-\\x{211D}\\x{2124}\\x{2126}\\x{2128}\\x{212A}-\\x{212D}\\x{212F}-\\x{2134}\\x{2139}"                    \
+    "\\x{213C}-\\x{213F}\\x{2145}-\\x{2149}\\x{214E}\\x{2183}\\x{2184}\\x{2C00}-\\x{2C7B}\\x{2C7E}-\\x{2CE4}"          \
+    "\\x{2CEB}-\\x{2CEE}\\x{2CF2}\\x{2CF3}\\x{A640}-\\x{A66D}\\x{A680}-\\x{A69B}\\x{A722}-\\x{A76F}"                   \
+    "\\x{A771}-\\x{A787}\\x{A78B}-\\x{A78E}\\x{AB70}-\\x{ABBF}\\x{FB00}-\\x{FB06}\\x{FB13}-\\x{FB17}"                  \
+    "\\x{FF21}-\\x{FF3A}\\x{FF41}-\\x{FF5A}\\x{10400}-\\x{1044F}\\x{104B0}-\\x{104D3}\\x{104D8}-\\x{104FB}"            \
     "\\x{10C80}-\\x{10CB2}\\x{10CC0}-\\x{10CF2}\\x{118A0}-\\x{118DF}\\x{1E900}-\\x{1E943}]+"
 
 struct pretok {
@@ -59,12 +59,15 @@ static const struct pretok pretoks[] = {
     {{"falcon"}, {"[\\p{P}\\$\\+<=>\\^~\\|`]+", RX_GPT2, "[0-9][0-9][0-9]"}},
     {{"deepseek-coder"}, {"[\\r\\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", RX_DEEPSEEK_CJK, "\\p{N}"}},
     {{"deepseek-llm"},
-     {"[\\r\\n]", RX_DEEPSEEK_LLM_LETTERS, "\\s?[!-/:-~\\x{FF01}-\\x{FF0F}\\x{FF1A}-\\x{FF5E}\\x{2018}-\\x{201F}"
-      "\\x{3000}-\\x{3002}]+", "\\s+$", RX_DEEPSEEK_CJK, "\\p{N}+"}},
+     {"[\\r\\n]", RX_DEEPSEEK_LLM_LETTERS,
+      "\\s?[!-/:-~\\x{FF01}-\\x{FF0F}\\x{FF1A}-\\x{FF5E}\\x{2018}-\\x{201F}"
+      "\\x{3000}-\\x{3002}]+",
+      "\\s+$", RX_DEEPSEEK_CJK, "\\p{N}+"}},
     {{"dbrx", "llama-bpe", "smaug-bpe"}, {RX_CL100K}},
 };
 
-static const struct pretok *find_pretok(const char *name) {
+static const struct pretok *find_pretok(const char *name)
+{
     for (size_t i = 0; i < sizeof(pretoks) / sizeof(pretoks[0]); i++) {
         for (int j = 0; j < 4 && pretoks[i].names[j]; j++) {
             if (strcmp(pretoks[i].names[j], name) == 0) {
@@ -75,7 +78,8 @@ static const struct pretok *find_pretok(const char *name) {
     return NULL;
 }
 
-lm_status lm_vocab_pretok_init(struct lm_vocab *v, const char *name, char *err, size_t err_size) {
+lm_status lm_vocab_pretok_init(struct lm_vocab *v, const char *name, char *err, size_t err_size)
+{
     const struct pretok *pt = find_pretok(name ? name : "default");
     if (!pt) {
         LM_LOG_WRN("vocab: unknown pre-tokenizer '%.64s', using the GPT-2 pattern\n", name);
@@ -94,7 +98,8 @@ lm_status lm_vocab_pretok_init(struct lm_vocab *v, const char *name, char *err, 
 
 /* Split pieces (start, end) of cps by one regex into out: the matches and
  * the gaps between them. A match sees only its piece. */
-static void split_pieces(const struct lm_vocab_regex *rx, const uint32_t *cps, const struct ivec *in, struct ivec *out) {
+static void split_pieces(const struct lm_vocab_regex *rx, const uint32_t *cps, const struct ivec *in, struct ivec *out)
+{
     for (size_t k = 0; k + 1 < in->n; k += 2) {
         size_t a = (size_t)in->data[k], b = (size_t)in->data[k + 1];
         size_t gap = 0, start;
@@ -115,7 +120,8 @@ static void split_pieces(const struct lm_vocab_regex *rx, const uint32_t *cps, c
     }
 }
 
-void lm_vocab_pretok_split(const struct lm_vocab *v, const char *text, size_t len, struct ivec *out) {
+void lm_vocab_pretok_split(const struct lm_vocab *v, const char *text, size_t len, struct ivec *out)
+{
     /* code points and the byte offset of each (offs[n] = len) */
     uint32_t *cps = malloc((len + 1) * sizeof(*cps));
     int32_t *offs = malloc((len + 1) * sizeof(*offs));

@@ -30,11 +30,11 @@ struct item {
 
 struct node {
     uint8_t kind;
-    bool negate;   /* CLASS: [^...]; LOOK: (?!...) */
-    int next;      /* following node of the sequence, -1: end */
-    int first, n;  /* CLASS: items[first..first+n); ALT: alts[first..first+n) */
-    int child;     /* REPEAT: the CLASS node; LOOK: the ALT node */
-    int min, max;  /* REPEAT; max < 0: unbounded */
+    bool negate;  /* CLASS: [^...]; LOOK: (?!...) */
+    int next;     /* following node of the sequence, -1: end */
+    int first, n; /* CLASS: items[first..first+n); ALT: alts[first..first+n) */
+    int child;    /* REPEAT: the CLASS node; LOOK: the ALT node */
+    int min, max; /* REPEAT; max < 0: unbounded */
 };
 
 struct lm_vocab_regex {
@@ -62,14 +62,16 @@ struct parser {
 
 /* ---- building ---- */
 
-static void fail(struct parser *p, const char *what) {
+static void fail(struct parser *p, const char *what)
+{
     if (!p->failed && p->err && p->err_size) {
         snprintf(p->err, p->err_size, "regex: %s at offset %zu of \"%s\"", what, p->pos, p->pat);
     }
     p->failed = true;
 }
 
-static bool grow(void **arr, int *cap, int need, size_t elem) {
+static bool grow(void **arr, int *cap, int need, size_t elem)
+{
     if (need <= *cap) {
         return true;
     }
@@ -86,7 +88,8 @@ static bool grow(void **arr, int *cap, int need, size_t elem) {
     return true;
 }
 
-static int new_node(struct parser *p, enum node_kind kind) {
+static int new_node(struct parser *p, enum node_kind kind)
+{
     struct lm_vocab_regex *re = p->re;
     if (!grow((void **)&re->nodes, &re->cap_nodes, re->n_nodes + 1, sizeof(struct node))) {
         fail(p, "out of memory");
@@ -100,7 +103,8 @@ static int new_node(struct parser *p, enum node_kind kind) {
     return re->n_nodes++;
 }
 
-static void add_item(struct parser *p, enum item_kind kind, uint32_t lo, uint32_t hi) {
+static void add_item(struct parser *p, enum item_kind kind, uint32_t lo, uint32_t hi)
+{
     struct lm_vocab_regex *re = p->re;
     if (!grow((void **)&re->items, &re->cap_items, re->n_items + 1, sizeof(struct item))) {
         fail(p, "out of memory");
@@ -115,7 +119,8 @@ static bool at_end(const struct parser *p) { return p->pos >= p->len; }
 static char peek(const struct parser *p) { return at_end(p) ? '\0' : p->pat[p->pos]; }
 
 /* Next code point of the pattern (which must be valid UTF-8). */
-static uint32_t take_cp(struct parser *p) {
+static uint32_t take_cp(struct parser *p)
+{
     uint32_t cp;
     int l = lm_vocab_utf8_decode(p->pat + p->pos, p->len - p->pos, &cp);
     if (cp == LM_UNI_INVALID) {
@@ -125,7 +130,8 @@ static uint32_t take_cp(struct parser *p) {
     return cp;
 }
 
-static int cat_from_letter(char c) {
+static int cat_from_letter(char c)
+{
     switch (c) {
     case 'L': return LM_UNI_LETTER;
     case 'M': return LM_UNI_MARK;
@@ -138,7 +144,8 @@ static int cat_from_letter(char c) {
     }
 }
 
-static int hex_digit(char c) {
+static int hex_digit(char c)
+{
     if (c >= '0' && c <= '9') {
         return c - '0';
     }
@@ -152,7 +159,8 @@ static int hex_digit(char c) {
 }
 
 /* After "\x": {H...} (1 to 6 hex digits) or exactly two hex digits. */
-static uint32_t parse_hex_escape(struct parser *p) {
+static uint32_t parse_hex_escape(struct parser *p)
+{
     bool braced = peek(p) == '{';
     size_t max_digits = braced ? 6 : 2;
     uint32_t v = 0;
@@ -177,7 +185,8 @@ static uint32_t parse_hex_escape(struct parser *p) {
 
 /* After a backslash: either a set item (returns true, *kind and *cat set) or a
  * literal code point (returns false, *lit set). */
-static bool parse_escape(struct parser *p, enum item_kind *kind, int *cat, uint32_t *lit) {
+static bool parse_escape(struct parser *p, enum item_kind *kind, int *cat, uint32_t *lit)
+{
     if (at_end(p)) {
         fail(p, "pattern ends with a backslash");
         *lit = 0;
@@ -224,7 +233,8 @@ static bool parse_escape(struct parser *p, enum item_kind *kind, int *cat, uint3
 
 /* One class member after '[' or '[^': a range, a single code point or an
  * escape set. */
-static void parse_class_member(struct parser *p) {
+static void parse_class_member(struct parser *p)
+{
     uint32_t lo;
     if (peek(p) == '\\') {
         p->pos++;
@@ -259,7 +269,8 @@ static void parse_class_member(struct parser *p) {
     add_item(p, IT_RANGE, lo, hi);
 }
 
-static int parse_class(struct parser *p) {
+static int parse_class(struct parser *p)
+{
     int nd = new_node(p, N_CLASS);
     if (nd < 0) {
         return -1;
@@ -294,7 +305,8 @@ static int parse_class(struct parser *p) {
     return nd;
 }
 
-static int literal_node(struct parser *p, uint32_t cp) {
+static int literal_node(struct parser *p, uint32_t cp)
+{
     int nd = new_node(p, N_CLASS);
     if (nd >= 0) {
         p->re->nodes[nd].first = p->re->n_items;
@@ -304,7 +316,8 @@ static int literal_node(struct parser *p, uint32_t cp) {
     return nd;
 }
 
-static int parse_number(struct parser *p) {
+static int parse_number(struct parser *p)
+{
     int v = -1;
     while (peek(p) >= '0' && peek(p) <= '9') {
         v = (v < 0 ? 0 : v) * 10 + (peek(p) - '0');
@@ -318,7 +331,8 @@ static int parse_number(struct parser *p) {
 }
 
 /* A quantifier after the atom nd, if any: wraps it in a REPEAT node. */
-static int parse_quantifier(struct parser *p, int nd) {
+static int parse_quantifier(struct parser *p, int nd)
+{
     int min, max;
     char c = peek(p);
     if (c == '?') {
@@ -364,7 +378,8 @@ static int parse_quantifier(struct parser *p, int nd) {
 
 static int parse_alt(struct parser *p);
 
-static int parse_group(struct parser *p) {
+static int parse_group(struct parser *p)
+{
     /* after '(' */
     int look = -1;
     if (peek(p) != '?') {
@@ -405,17 +420,26 @@ static int parse_group(struct parser *p) {
     return alt;
 }
 
-static int parse_atom(struct parser *p) {
+static int parse_atom(struct parser *p)
+{
     char c = peek(p);
     int nd;
     switch (c) {
-    case '(': p->pos++; nd = parse_group(p); break;
-    case '[': p->pos++; nd = parse_class(p); break;
+    case '(':
+        p->pos++;
+        nd = parse_group(p);
+        break;
+    case '[':
+        p->pos++;
+        nd = parse_class(p);
+        break;
     case '^': p->pos++; return new_node(p, N_BOL);
     case '$': p->pos++; return new_node(p, N_EOL);
-    case '.': case '*': case '+': case '?': case '{':
-        fail(p, "unsupported or misplaced operator");
-        return -1;
+    case '.':
+    case '*':
+    case '+':
+    case '?':
+    case '{': fail(p, "unsupported or misplaced operator"); return -1;
     case '\\': {
         p->pos++;
         enum item_kind kind;
@@ -442,7 +466,8 @@ static int parse_atom(struct parser *p) {
 }
 
 /* A sequence up to '|', ')' or the end; returns its head (-1 if empty). */
-static int parse_seq(struct parser *p) {
+static int parse_seq(struct parser *p)
+{
     int head = -1, tail = -1;
     while (!p->failed && !at_end(p) && peek(p) != '|' && peek(p) != ')') {
         int nd = parse_atom(p);
@@ -460,7 +485,8 @@ static int parse_seq(struct parser *p) {
 }
 
 /* Alternatives up to ')' or the end, as one ALT node. */
-static int parse_alt(struct parser *p) {
+static int parse_alt(struct parser *p)
+{
     int heads[256];
     int n = 0;
     for (;;) {
@@ -491,7 +517,8 @@ static int parse_alt(struct parser *p) {
     return nd;
 }
 
-void lm_vocab_regex_free(struct lm_vocab_regex *re) {
+void lm_vocab_regex_free(struct lm_vocab_regex *re)
+{
     if (!re) {
         return;
     }
@@ -501,7 +528,8 @@ void lm_vocab_regex_free(struct lm_vocab_regex *re) {
     free(re);
 }
 
-lm_status lm_vocab_regex_compile(const char *pattern, struct lm_vocab_regex **out, char *err, size_t err_size) {
+lm_status lm_vocab_regex_compile(const char *pattern, struct lm_vocab_regex **out, char *err, size_t err_size)
+{
     if (!pattern || !out) {
         return LM_ERR_INVALID_ARG;
     }
@@ -532,7 +560,8 @@ lm_status lm_vocab_regex_compile(const char *pattern, struct lm_vocab_regex **ou
 
 /* ---- matching ---- */
 
-static bool item_match(const struct item *it, uint32_t cp) {
+static bool item_match(const struct item *it, uint32_t cp)
+{
     switch (it->kind) {
     case IT_RANGE: return cp >= it->lo && cp <= it->hi;
     case IT_CAT: return lm_vocab_uni_cat(cp) == it->lo;
@@ -543,7 +572,8 @@ static bool item_match(const struct item *it, uint32_t cp) {
     }
 }
 
-static bool class_match(const struct lm_vocab_regex *re, const struct node *nd, uint32_t cp) {
+static bool class_match(const struct lm_vocab_regex *re, const struct node *nd, uint32_t cp)
+{
     bool hit = false;
     for (int i = 0; i < nd->n && !hit; i++) {
         hit = item_match(&re->items[nd->first + i], cp);
@@ -561,8 +591,8 @@ struct subject {
     size_t n;
 };
 
-static int64_t match(const struct lm_vocab_regex *re, int nd, size_t pos, const struct cont *k,
-                     const struct subject *s) {
+static int64_t match(const struct lm_vocab_regex *re, int nd, size_t pos, const struct cont *k, const struct subject *s)
+{
     for (;;) {
         if (nd < 0) {
             if (!k) {
@@ -633,7 +663,8 @@ static int64_t match(const struct lm_vocab_regex *re, int nd, size_t pos, const 
     }
 }
 
-int64_t lm_vocab_regex_match_at(const struct lm_vocab_regex *re, const uint32_t *cps, size_t n, size_t pos) {
+int64_t lm_vocab_regex_match_at(const struct lm_vocab_regex *re, const uint32_t *cps, size_t n, size_t pos)
+{
     if (!re || pos > n) {
         return -1;
     }
@@ -641,8 +672,8 @@ int64_t lm_vocab_regex_match_at(const struct lm_vocab_regex *re, const uint32_t 
     return match(re, re->root, pos, NULL, &s);
 }
 
-int64_t lm_vocab_regex_find(const struct lm_vocab_regex *re, const uint32_t *cps, size_t n, size_t from,
-                            size_t *start) {
+int64_t lm_vocab_regex_find(const struct lm_vocab_regex *re, const uint32_t *cps, size_t n, size_t from, size_t *start)
+{
     if (!re) {
         return -1;
     }

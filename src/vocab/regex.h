@@ -42,7 +42,6 @@ int64_t lm_vocab_regex_match_at(const struct lm_vocab_regex *re, const uint32_t 
  * and writes its start, or returns -1. Same semantics as trying
  * lm_vocab_regex_match_at at from, from+1, ... but linear on the runs where
  * a pattern that starts with an unbounded repeat keeps failing. */
-int64_t lm_vocab_regex_find(const struct lm_vocab_regex *re, const uint32_t *cps, size_t n, size_t from,
-                            size_t *start);
+int64_t lm_vocab_regex_find(const struct lm_vocab_regex *re, const uint32_t *cps, size_t n, size_t from, size_t *start);
 
 #endif

@@ -27,7 +27,8 @@ struct bigram {
 };
 
 /* higher score first; ties: the leftmost pair */
-static bool before(const void *vx, const void *vy) {
+static bool before(const void *vx, const void *vy)
+{
     const struct bigram *x = vx, *y = vy;
     return x->score > y->score || (x->score == y->score && x->left < y->left);
 }
@@ -39,7 +40,8 @@ struct spm_state {
     struct heap heap;
 };
 
-static void try_add_bigram(struct spm_state *st, int32_t left, int32_t right) {
+static void try_add_bigram(struct spm_state *st, int32_t left, int32_t right)
+{
     if (left < 0 || right < 0) {
         return;
     }
@@ -53,7 +55,8 @@ static void try_add_bigram(struct spm_state *st, int32_t left, int32_t right) {
     lm_vocab_heap_push(&st->heap, &b);
 }
 
-static void emit_symbol(const struct lm_vocab *v, const char *s, uint32_t n, struct ivec *out) {
+static void emit_symbol(const struct lm_vocab *v, const char *s, uint32_t n, struct ivec *out)
+{
     int32_t id = lm_vocab_strmap_get(&v->tok_map, s, n);
     if (id >= 0) {
         lm_vocab_ivec_push(out, id);
@@ -72,7 +75,8 @@ static void emit_symbol(const struct lm_vocab *v, const char *s, uint32_t n, str
     }
 }
 
-static void escape_text(const char *text, size_t len, bool add_prefix, struct cbuf *b) {
+static void escape_text(const char *text, size_t len, bool add_prefix, struct cbuf *b)
+{
     static const char space[] = "\xe2\x96\x81"; /* U+2581 */
     if (add_prefix) {
         lm_vocab_cbuf_append(b, space, 3);
@@ -88,7 +92,8 @@ static void escape_text(const char *text, size_t len, bool add_prefix, struct cb
     lm_vocab_cbuf_append(b, text + run, len - run);
 }
 
-void lm_vocab_spm_tokenize(const struct lm_vocab *v, const char *text, size_t len, bool add_prefix, struct ivec *out) {
+void lm_vocab_spm_tokenize(const struct lm_vocab *v, const char *text, size_t len, bool add_prefix, struct ivec *out)
+{
     struct cbuf esc = {0};
     escape_text(text, len, add_prefix, &esc);
     struct spm_state st = {.v = v, .text = esc.data, .heap = lm_vocab_heap_init(sizeof(struct bigram), before)};

@@ -1,5 +1,6 @@
-/* tokenize.c - lm_vocab_tokenize (special-token partitioning, then SPM or
- * BPE per raw fragment) and lm_vocab_token_to_piece, with b1892's contracts.
+/* tokenize.c - lm_vocab_tokenize (special-token partitioning, then SPM, BPE
+ * or WPM per raw fragment) and lm_vocab_token_to_piece, with b1892's
+ * contracts.
  *
  * Partitioning: the text becomes a list of fragments, each raw text or one
  * special token. For each special token, longest text first, every raw
@@ -22,8 +23,8 @@
 #include "vocab/vocab_internal.h"
 
 struct frag {
-    int32_t id;        /* -1: raw text */
-    int32_t off, len;  /* raw text: bytes of the input */
+    int32_t id;       /* -1: raw text */
+    int32_t off, len; /* raw text: bytes of the input */
 };
 
 struct frags {
@@ -32,7 +33,8 @@ struct frags {
     bool oom;
 };
 
-static void frag_push(struct frags *f, struct frag x) {
+static void frag_push(struct frags *f, struct frag x)
+{
     if (f->n == f->cap) {
         size_t nc = f->cap ? f->cap * 2 : 16;
         struct frag *na = realloc(f->a, nc * sizeof(*na));
@@ -47,7 +49,8 @@ static void frag_push(struct frags *f, struct frag x) {
 }
 
 /* Split the raw fragments of *f at every occurrence of special token id. */
-static void split_on(const char *text, const struct vocab_token *tok, int32_t id, struct frags *f) {
+static void split_on(const char *text, const struct vocab_token *tok, int32_t id, struct frags *f)
+{
     struct frags g = {0};
     for (size_t i = 0; i < f->n; i++) {
         struct frag x = f->a[i];
@@ -76,7 +79,8 @@ static void split_on(const char *text, const struct vocab_token *tok, int32_t id
     *f = g;
 }
 
-static void partition(const struct lm_vocab *v, const char *text, int32_t len, bool special, struct frags *f) {
+static void partition(const struct lm_vocab *v, const char *text, int32_t len, bool special, struct frags *f)
+{
     for (int32_t s = 0; s < v->n_specials && !f->oom; s++) {
         const struct vocab_token *tok = &v->tokens[v->specials[s]];
         if (!special && tok->type != LM_TOKEN_USER_DEFINED) {
@@ -88,8 +92,9 @@ static void partition(const struct lm_vocab *v, const char *text, int32_t len, b
     }
 }
 
-int32_t lm_vocab_tokenize(const struct lm_vocab *v, const char *text, int32_t text_len, int32_t *tokens,
-                          int32_t n_max, bool add_bos, bool special) {
+int32_t lm_vocab_tokenize(const struct lm_vocab *v, const char *text, int32_t text_len, int32_t *tokens, int32_t n_max,
+                          bool add_bos, bool special)
+{
     if (!v || text_len < 0 || n_max < 0 || (!text && text_len > 0) || (!tokens && n_max > 0)) {
         return 0;
     }
@@ -108,9 +113,17 @@ int32_t lm_vocab_tokenize(const struct lm_vocab *v, const char *text, int32_t te
             lm_vocab_ivec_push(&out, x->id);
         } else if (v->type == LM_VOCAB_SPM) {
             lm_vocab_spm_tokenize(v, text + x->off, (size_t)x->len, i == 0, &out);
-        } else {
+        } else if (v->type == LM_VOCAB_BPE) {
             lm_vocab_bpe_tokenize(v, text + x->off, (size_t)x->len, &out);
+        } else {
+            lm_vocab_wpm_tokenize(v, text + x->off, (size_t)x->len, &out);
         }
+    }
+    /* BERT input is [CLS] text [SEP] (HF's add_special_tokens, later
+     * llama.cpp's add_special) */
+    int32_t sep = v->sep >= 0 ? v->sep : v->eos;
+    if (add_bos && v->type == LM_VOCAB_WPM && sep >= 0) {
+        lm_vocab_ivec_push(&out, sep);
     }
     int32_t ret;
     if (out.oom || f.oom) {
@@ -132,7 +145,8 @@ int32_t lm_vocab_tokenize(const struct lm_vocab *v, const char *text, int32_t te
 }
 
 /* Copy n bytes if they fit: returns n, or -n when len is too small. */
-static int32_t put_piece(const char *s, size_t n, char *buf, int32_t len) {
+static int32_t put_piece(const char *s, size_t n, char *buf, int32_t len)
+{
     if (n > (size_t)INT32_MAX) {
         return 0;
     }
@@ -145,8 +159,9 @@ static int32_t put_piece(const char *s, size_t n, char *buf, int32_t len) {
     return (int32_t)n;
 }
 
-/* SPM normal token: the text with U+2581 as ' '. */
-static int32_t spm_normal_piece(const struct vocab_token *t, char *buf, int32_t len) {
+/* SPM and WPM normal token: the text with U+2581 as ' '. */
+static int32_t spm_normal_piece(const struct vocab_token *t, char *buf, int32_t len)
+{
     size_t n = 0;
     for (size_t i = 0; i < t->len; n++) {
         i += (i + 3 <= t->len && memcmp(t->text + i, "\xe2\x96\x81", 3) == 0) ? 3 : 1;
@@ -172,7 +187,8 @@ static int32_t spm_normal_piece(const struct vocab_token *t, char *buf, int32_t 
 /* Decode a BPE token text into buf (NULL: only count): each code point of
  * GPT-2's byte alphabet back to its byte; other code points (b1892 would
  * throw) and invalid bytes are kept as they are. Returns the byte count. */
-static size_t bpe_decode(const struct vocab_token *t, char *buf) {
+static size_t bpe_decode(const struct vocab_token *t, char *buf)
+{
     size_t o = 0;
     for (size_t i = 0; i < t->len;) {
         uint32_t cp;
@@ -194,7 +210,8 @@ static size_t bpe_decode(const struct vocab_token *t, char *buf) {
     return o;
 }
 
-static int32_t bpe_normal_piece(const struct vocab_token *t, char *buf, int32_t len) {
+static int32_t bpe_normal_piece(const struct vocab_token *t, char *buf, int32_t len)
+{
     size_t n = bpe_decode(t, NULL);
     if (n > (size_t)INT32_MAX) {
         return 0;
@@ -206,7 +223,8 @@ static int32_t bpe_normal_piece(const struct vocab_token *t, char *buf, int32_t 
     return (int32_t)n;
 }
 
-int32_t lm_vocab_token_to_piece(const struct lm_vocab *v, int32_t token, char *buf, int32_t len) {
+int32_t lm_vocab_token_to_piece(const struct lm_vocab *v, int32_t token, char *buf, int32_t len)
+{
     if (!v || token < 0 || token >= v->n_tokens || len < 0 || (!buf && len > 0)) {
         return 0;
     }
@@ -222,6 +240,18 @@ int32_t lm_vocab_token_to_piece(const struct lm_vocab *v, int32_t token, char *b
         }
         case LM_TOKEN_USER_DEFINED: return put_piece(t->text, t->len, buf, len);
         default: return 0; /* control, unused, undefined: "" as in b1892 */
+        }
+    }
+    if (v->type == LM_VOCAB_WPM) {
+        /* unk stands for a whole word: a word start like the U+2581 pieces.
+         * BERT files give [UNK] the type CONTROL, so go by the id. */
+        if (token == v->unk || t->type == LM_TOKEN_UNKNOWN) {
+            return put_piece(" \xe2\x96\x85", 4, buf, len); /* " " U+2585 */
+        }
+        switch (t->type) {
+        case LM_TOKEN_NORMAL: return spm_normal_piece(t, buf, len);
+        case LM_TOKEN_USER_DEFINED: return put_piece(t->text, t->len, buf, len);
+        default: return 0;
         }
     }
     switch (t->type) {

@@ -2,7 +2,8 @@
  * byte-to-unicode map. See unicode.h for the invariants. */
 #include "vocab/unicode.h"
 
-unsigned lm_vocab_uni_flags(uint32_t cp) {
+unsigned lm_vocab_uni_flags(uint32_t cp)
+{
     if (cp < 256) {
         return lm_vocab_uni_latin1[cp];
     }
@@ -22,7 +23,8 @@ unsigned lm_vocab_uni_flags(uint32_t cp) {
     return lm_vocab_uni_runs[lo] & 0xFFu;
 }
 
-int lm_vocab_utf8_decode(const char *s, size_t n, uint32_t *cp) {
+int lm_vocab_utf8_decode(const char *s, size_t n, uint32_t *cp)
+{
     const unsigned char *u = (const unsigned char *)s;
     unsigned c = u[0];
     int len;
@@ -59,7 +61,8 @@ int lm_vocab_utf8_decode(const char *s, size_t n, uint32_t *cp) {
     return len;
 }
 
-int lm_vocab_utf8_encode(uint32_t cp, char *out) {
+int lm_vocab_utf8_encode(uint32_t cp, char *out)
+{
     unsigned char *o = (unsigned char *)out;
     if (cp < 0x80) {
         o[0] = (unsigned char)cp;
@@ -92,11 +95,10 @@ int lm_vocab_utf8_encode(uint32_t cp, char *out) {
 /* GPT-2 keeps the printable Latin-1 bytes ('!'..'~', 0xA1..0xAC, 0xAE..0xFF)
  * as their own code points and numbers the other 68 bytes, in byte order,
  * from U+0100 on. */
-static int byte_is_printable(unsigned b) {
-    return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
-}
+static int byte_is_printable(unsigned b) { return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE); }
 
-uint32_t lm_vocab_byte_to_cp(uint8_t b) {
+uint32_t lm_vocab_byte_to_cp(uint8_t b)
+{
     if (byte_is_printable(b)) {
         return b;
     }
@@ -112,7 +114,8 @@ uint32_t lm_vocab_byte_to_cp(uint8_t b) {
     return 256 + rank;
 }
 
-int lm_vocab_cp_to_byte(uint32_t cp) {
+int lm_vocab_cp_to_byte(uint32_t cp)
+{
     if (cp < 256) {
         return byte_is_printable(cp) ? (int)cp : -1;
     }
@@ -127,4 +130,55 @@ int lm_vocab_cp_to_byte(uint32_t cp) {
         return (int)(0x7F + rank - 33);
     }
     return 0xAD;
+}
+
+/* Index of the last row of a sorted table (rows of `stride` uint32, the key
+ * first) whose key is <= cp, or -1. */
+static int64_t last_at_or_below(const uint32_t *rows, uint32_t n, unsigned stride, uint32_t cp)
+{
+    int64_t lo = -1, hi = n; /* rows[lo] <= cp < rows[hi] */
+    while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (rows[(size_t)mid * stride] <= cp) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+int lm_vocab_uni_bert_fold(uint32_t cp, uint32_t out[3])
+{
+    enum { S_BASE = 0xAC00, L_BASE = 0x1100, V_BASE = 0x1161, T_BASE = 0x11A7, T_COUNT = 28, N_COUNT = 588 };
+    if (cp < 0x80) { /* ASCII: only A-Z change */
+        out[0] = cp >= 'A' && cp <= 'Z' ? cp + 32 : cp;
+        return 1;
+    }
+    if (cp >= S_BASE && cp < S_BASE + 11172) { /* Hangul syllable: the algorithmic NFD */
+        uint32_t s = cp - S_BASE;
+        out[0] = L_BASE + s / N_COUNT;
+        out[1] = V_BASE + s % N_COUNT / T_COUNT;
+        out[2] = T_BASE + s % T_COUNT;
+        return s % T_COUNT ? 3 : 2;
+    }
+    int64_t i = last_at_or_below(&lm_vocab_wpm_mn[0][0], lm_vocab_wpm_n_mn, 2, cp);
+    if (i >= 0 && cp <= lm_vocab_wpm_mn[i][1]) {
+        return 0;
+    }
+    i = last_at_or_below(&lm_vocab_wpm_fold1[0][0], lm_vocab_wpm_n_fold1, 2, cp);
+    if (i >= 0 && lm_vocab_wpm_fold1[i][0] == cp) {
+        out[0] = lm_vocab_wpm_fold1[i][1];
+        return 1;
+    }
+    i = last_at_or_below(&lm_vocab_wpm_foldn[0][0], lm_vocab_wpm_n_foldn, 4, cp);
+    if (i >= 0 && lm_vocab_wpm_foldn[i][0] == cp) {
+        const uint32_t *f = lm_vocab_wpm_foldn[i];
+        out[0] = f[1];
+        out[1] = f[2];
+        out[2] = f[3];
+        return f[3] ? 3 : 2;
+    }
+    out[0] = cp;
+    return 1;
 }

@@ -12,7 +12,8 @@
 
 #include "vocab/vocab_internal.h"
 
-static uint32_t hash_bytes(const char *s, size_t n) {
+static uint32_t hash_bytes(const char *s, size_t n)
+{
     uint32_t h = 2166136261u;
     for (size_t i = 0; i < n; i++) {
         h ^= (unsigned char)s[i];
@@ -21,7 +22,8 @@ static uint32_t hash_bytes(const char *s, size_t n) {
     return h;
 }
 
-bool lm_vocab_strmap_init(struct strmap *m, size_t n) {
+bool lm_vocab_strmap_init(struct strmap *m, size_t n)
+{
     size_t cap = 16;
     while (cap < 2 * n + 1) {
         cap *= 2;
@@ -34,13 +36,15 @@ bool lm_vocab_strmap_init(struct strmap *m, size_t n) {
     return m->slots != NULL;
 }
 
-void lm_vocab_strmap_free(struct strmap *m) {
+void lm_vocab_strmap_free(struct strmap *m)
+{
     free(m->slots);
     m->slots = NULL;
     m->mask = 0;
 }
 
-void lm_vocab_strmap_put(struct strmap *m, const char *key, uint32_t len, int32_t value) {
+void lm_vocab_strmap_put(struct strmap *m, const char *key, uint32_t len, int32_t value)
+{
     uint32_t i = hash_bytes(key, len) & m->mask;
     for (;;) {
         struct strmap_slot *s = &m->slots[i];
@@ -58,7 +62,8 @@ void lm_vocab_strmap_put(struct strmap *m, const char *key, uint32_t len, int32_
     }
 }
 
-int32_t lm_vocab_strmap_get(const struct strmap *m, const char *key, size_t len) {
+int32_t lm_vocab_strmap_get(const struct strmap *m, const char *key, size_t len)
+{
     if (!m->slots) {
         return -1;
     }
@@ -75,7 +80,8 @@ int32_t lm_vocab_strmap_get(const struct strmap *m, const char *key, size_t len)
     }
 }
 
-void lm_vocab_ivec_push(struct ivec *v, int32_t x) {
+void lm_vocab_ivec_push(struct ivec *v, int32_t x)
+{
     if (v->n == v->cap) {
         size_t nc = v->cap ? v->cap * 2 : 64;
         int32_t *nd = realloc(v->data, nc * sizeof(*nd));
@@ -89,7 +95,8 @@ void lm_vocab_ivec_push(struct ivec *v, int32_t x) {
     v->data[v->n++] = x;
 }
 
-void lm_vocab_cbuf_append(struct cbuf *b, const char *s, size_t n) {
+void lm_vocab_cbuf_append(struct cbuf *b, const char *s, size_t n)
+{
     if (n == 0) {
         return;
     }
@@ -111,7 +118,8 @@ void lm_vocab_cbuf_append(struct cbuf *b, const char *s, size_t n) {
 }
 
 /* Thread-safe (writes only err). */
-void lm_vocab_seterr(char *err, size_t err_size, const char *fmt, ...) {
+void lm_vocab_seterr(char *err, size_t err_size, const char *fmt, ...)
+{
     if (err && err_size) {
         va_list ap;
         va_start(ap, fmt);

@@ -11,7 +11,8 @@
 /* b1892's llama_vocab member defaults (CodeLlama's infill ids). */
 enum { B1892_PREFIX = 32007, B1892_SUFFIX = 32008, B1892_MIDDLE = 32009, B1892_EOT = 32010 };
 
-struct lm_vocab_desc lm_vocab_desc_default(void) {
+struct lm_vocab_desc lm_vocab_desc_default(void)
+{
     struct lm_vocab_desc d;
     memset(&d, 0, sizeof(d));
     d.bos = d.eos = d.unk = d.sep = d.pad = LM_VOCAB_ID_DEFAULT;
@@ -20,7 +21,8 @@ struct lm_vocab_desc lm_vocab_desc_default(void) {
     return d;
 }
 
-int lm_vocab_parse_byte_token(const char *s, size_t n) {
+int lm_vocab_parse_byte_token(const char *s, size_t n)
+{
     if (n != 6 || s[0] != '<' || s[1] != '0' || s[2] != 'x' || s[5] != '>') {
         return -1;
     }
@@ -43,7 +45,8 @@ int lm_vocab_parse_byte_token(const char *s, size_t n) {
     return v;
 }
 
-void lm_vocab_free(struct lm_vocab *v) {
+void lm_vocab_free(struct lm_vocab *v)
+{
     if (!v) {
         return;
     }
@@ -60,7 +63,8 @@ void lm_vocab_free(struct lm_vocab *v) {
     free(v);
 }
 
-static lm_status copy_tokens(struct lm_vocab *v, const struct lm_vocab_desc *d, char *err, size_t err_size) {
+static lm_status copy_tokens(struct lm_vocab *v, const struct lm_vocab_desc *d, char *err, size_t err_size)
+{
     size_t total = 0;
     for (int32_t i = 0; i < d->n_tokens; i++) {
         if (!d->tokens[i]) {
@@ -99,7 +103,8 @@ static lm_status copy_tokens(struct lm_vocab *v, const struct lm_vocab_desc *d, 
 
 /* Merges "left right": the split is the first space after the first byte;
  * both sides must be non-empty. The first of duplicate merges keeps its rank. */
-static lm_status copy_merges(struct lm_vocab *v, const struct lm_vocab_desc *d, char *err, size_t err_size) {
+static lm_status copy_merges(struct lm_vocab *v, const struct lm_vocab_desc *d, char *err, size_t err_size)
+{
     if (d->n_merges < 0 || (d->n_merges > 0 && !d->merges)) {
         lm_vocab_seterr(err, err_size, "vocab: bad merge count %d", (int)d->n_merges);
         return LM_ERR_INVALID_ARG;
@@ -143,7 +148,8 @@ static lm_status copy_merges(struct lm_vocab *v, const struct lm_vocab_desc *d, 
 /* One special id: LM_VOCAB_ID_DEFAULT -> def (or -1 if def does not fit),
  * -1 stays, others must be in range. */
 static lm_status resolve_id(int32_t in, int32_t def, int32_t n, const char *name, int32_t *out, char *err,
-                            size_t err_size) {
+                            size_t err_size)
+{
     if (in == LM_VOCAB_ID_DEFAULT) {
         *out = def < n ? def : -1;
         return LM_OK;
@@ -156,15 +162,34 @@ static lm_status resolve_id(int32_t in, int32_t def, int32_t n, const char *name
     return LM_OK;
 }
 
-static lm_status set_ids(struct lm_vocab *v, const struct lm_vocab_desc *d, char *err, size_t err_size) {
-    bool spm = d->type == LM_VOCAB_SPM;
-    int32_t n = d->n_tokens;
+/* The defaults of bos, eos, unk, sep and pad for the vocab type: b1892's
+ * numbers for SPM and BPE; for WPM, which b1892 did not have, BERT's token
+ * texts (later llama.cpp used bert-base's ids 101, 102, 100, 102, 0, which
+ * those texts have there). */
+static void default_ids(const struct lm_vocab *v, int32_t def[5])
+{
+    static const char *const bert[5] = {"[CLS]", "[SEP]", "[UNK]", "[SEP]", "[PAD]"};
+    static const int32_t spm[5] = {1, 2, 0, -1, -1}, bpe[5] = {11, 11, -1, -1, -1};
+    for (int i = 0; i < 5; i++) {
+        if (v->type == LM_VOCAB_WPM) {
+            def[i] = lm_vocab_strmap_get(&v->tok_map, bert[i], strlen(bert[i]));
+        } else {
+            def[i] = v->type == LM_VOCAB_SPM ? spm[i] : bpe[i];
+        }
+    }
+}
+
+static lm_status set_ids(struct lm_vocab *v, const struct lm_vocab_desc *d, char *err, size_t err_size)
+{
+    static const char *const special_names[5] = {"bos", "eos", "unknown", "separator", "padding"};
+    const int32_t special_in[5] = {d->bos, d->eos, d->unk, d->sep, d->pad};
+    int32_t *special_out[5] = {&v->bos, &v->eos, &v->unk, &v->sep, &v->pad};
+    int32_t n = d->n_tokens, dflt[5];
     lm_status st = LM_OK;
-    if (!st) st = resolve_id(d->bos, spm ? 1 : 11, n, "bos", &v->bos, err, err_size);
-    if (!st) st = resolve_id(d->eos, spm ? 2 : 11, n, "eos", &v->eos, err, err_size);
-    if (!st) st = resolve_id(d->unk, spm ? 0 : -1, n, "unknown", &v->unk, err, err_size);
-    if (!st) st = resolve_id(d->sep, -1, n, "separator", &v->sep, err, err_size);
-    if (!st) st = resolve_id(d->pad, -1, n, "padding", &v->pad, err, err_size);
+    default_ids(v, dflt);
+    for (int i = 0; i < 5 && !st; i++) {
+        st = resolve_id(special_in[i], dflt[i], n, special_names[i], special_out[i], err, err_size);
+    }
     /* infill ids: the b1892 constants are kept whatever the vocab size */
     const int32_t in[4] = {d->prefix, d->suffix, d->middle, d->eot};
     const int32_t def[4] = {B1892_PREFIX, B1892_SUFFIX, B1892_MIDDLE, B1892_EOT};
@@ -191,7 +216,8 @@ struct special_key {
     int32_t id;
 };
 
-static int cmp_special(const void *a, const void *b) {
+static int cmp_special(const void *a, const void *b)
+{
     const struct special_key *x = a, *y = b;
     if (x->len != y->len) {
         return x->len > y->len ? -1 : 1;
@@ -199,13 +225,15 @@ static int cmp_special(const void *a, const void *b) {
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-static bool is_special_type(int32_t t) {
+static bool is_special_type(int32_t t)
+{
     return t == LM_TOKEN_CONTROL || t == LM_TOKEN_USER_DEFINED || t == LM_TOKEN_UNKNOWN;
 }
 
 /* The tokens partitioning matches (control, user-defined and unknown ones
  * with a text), longest text first, then by id. */
-static lm_status collect_specials(struct lm_vocab *v) {
+static lm_status collect_specials(struct lm_vocab *v)
+{
     int32_t n = 0;
     for (int32_t i = 0; i < v->n_tokens; i++) {
         n += v->tokens[i].len > 0 && is_special_type(v->tokens[i].type);
@@ -231,7 +259,8 @@ static lm_status collect_specials(struct lm_vocab *v) {
     return LM_OK;
 }
 
-static void set_byte_tokens_and_nl(struct lm_vocab *v) {
+static void set_byte_tokens_and_nl(struct lm_vocab *v)
+{
     for (int b = 0; b < 256; b++) {
         char text[8];
         snprintf(text, sizeof(text), "<0x%02X>", b);
@@ -239,6 +268,8 @@ static void set_byte_tokens_and_nl(struct lm_vocab *v) {
     }
     if (v->type == LM_VOCAB_SPM) {
         v->nl = v->byte_to_id['\n'];
+    } else if (v->type == LM_VOCAB_WPM) {
+        v->nl = v->pad; /* "\n" has no token; later llama.cpp's choice */
     } else {
         int32_t ids[8];
         int32_t n = lm_vocab_tokenize(v, "\n", 1, ids, 8, false, false);
@@ -246,8 +277,10 @@ static void set_byte_tokens_and_nl(struct lm_vocab *v) {
     }
 }
 
-lm_status lm_vocab_build(const struct lm_vocab_desc *d, struct lm_vocab **out, char *err, size_t err_size) {
-    if (!d || !out || !d->tokens || d->n_tokens <= 0 || (d->type != LM_VOCAB_SPM && d->type != LM_VOCAB_BPE)) {
+lm_status lm_vocab_build(const struct lm_vocab_desc *d, struct lm_vocab **out, char *err, size_t err_size)
+{
+    if (!d || !out || !d->tokens || d->n_tokens <= 0 ||
+        (d->type != LM_VOCAB_SPM && d->type != LM_VOCAB_BPE && d->type != LM_VOCAB_WPM)) {
         lm_vocab_seterr(err, err_size, "vocab: invalid description (type, token count or token array)");
         return LM_ERR_INVALID_ARG;
     }
@@ -267,6 +300,9 @@ lm_status lm_vocab_build(const struct lm_vocab_desc *d, struct lm_vocab **out, c
     }
     if (!st) {
         st = set_ids(v, d, err, err_size);
+    }
+    for (int32_t i = 0; !st && i < v->n_tokens; i++) {
+        v->max_token_len = v->tokens[i].len > v->max_token_len ? v->tokens[i].len : v->max_token_len;
     }
     if (!st) {
         st = collect_specials(v);
@@ -294,11 +330,13 @@ const char *lm_vocab_token_text(const struct lm_vocab *v, int32_t id) { return v
 size_t lm_vocab_token_len(const struct lm_vocab *v, int32_t id) { return valid(v, id) ? v->tokens[id].len : 0; }
 float lm_vocab_token_score(const struct lm_vocab *v, int32_t id) { return valid(v, id) ? v->tokens[id].score : 0.0f; }
 
-enum lm_token_type lm_vocab_token_type(const struct lm_vocab *v, int32_t id) {
+enum lm_token_type lm_vocab_token_type(const struct lm_vocab *v, int32_t id)
+{
     return valid(v, id) ? (enum lm_token_type)v->tokens[id].type : LM_TOKEN_UNDEFINED;
 }
 
-int32_t lm_vocab_find(const struct lm_vocab *v, const char *text, size_t len) {
+int32_t lm_vocab_find(const struct lm_vocab *v, const char *text, size_t len)
+{
     if (!v || (!text && len > 0) || len == 0) {
         return -1;
     }

@@ -9,7 +9,8 @@
  *     merge_split[rank] is the byte offset of its separating space;
  *   - every special id is -1 or in [0, n_tokens) (the infill ids excepted);
  *   - specials[] lists the ids that special=true partitioning matches,
- *     longest text first.
+ *     longest text first;
+ *   - max_token_len is the longest tokens[i].len (WPM's match window).
  */
 #ifndef LM_VOCAB_INTERNAL_H
 #define LM_VOCAB_INTERNAL_H
@@ -71,7 +72,7 @@ struct heap {
     void *a; /* n elements of `size` bytes; room for cap */
     size_t n, cap, size;
     bool (*before)(const void *x, const void *y); /* x pops first; a strict order */
-    bool oom; /* a push failed (that element was dropped) */
+    bool oom;                                     /* a push failed (that element was dropped) */
 };
 
 /* An empty heap of elements of `size` bytes ordered by before. */
@@ -90,7 +91,8 @@ struct sym {
 };
 
 /* Append symbol right (the next one of left) to symbol left and unlink it. */
-static inline void lm_vocab_sym_merge(struct sym *syms, int32_t left, int32_t right) {
+static inline void lm_vocab_sym_merge(struct sym *syms, int32_t left, int32_t right)
+{
     struct sym *l = &syms[left], *r = &syms[right];
     l->n += r->n;
     r->n = 0;
@@ -134,6 +136,8 @@ struct lm_vocab {
 
     int32_t byte_to_id[256]; /* SPM "<0xXX>" tokens, -1 when missing */
 
+    uint32_t max_token_len; /* WPM: the longest token text in bytes (the match window) */
+
     int32_t bos, eos, unk, sep, pad, nl;
     int add_bos, add_eos;
     int32_t prefix, suffix, middle, eot;
@@ -145,6 +149,7 @@ int lm_vocab_parse_byte_token(const char *s, size_t n);
 /* Tokenize one raw-text fragment and append the ids. */
 void lm_vocab_spm_tokenize(const struct lm_vocab *v, const char *text, size_t len, bool add_prefix, struct ivec *out);
 void lm_vocab_bpe_tokenize(const struct lm_vocab *v, const char *text, size_t len, struct ivec *out);
+void lm_vocab_wpm_tokenize(const struct lm_vocab *v, const char *text, size_t len, struct ivec *out);
 
 /* Compile the regexes of a pre-tokenizer by name (NULL or "default": GPT-2).
  * An unknown name falls back to GPT-2 with a warning, as b1892 ignored the

@@ -1,5 +1,5 @@
-/* test_vocab_load.c - lm_vocab_load on crafted GGUF files: a valid SPM and
- * BPE vocab, then one defect at a time (missing or mistyped keys, arrays of
+/* test_vocab_load.c - lm_vocab_load on crafted GGUF files: a valid SPM, BPE
+ * and WordPiece vocab, then one defect at a time (missing or mistyped keys, arrays of
  * different lengths, merges that do not parse, ids out of range), each of
  * which must give its status and a message; then random byte mutations of
  * the valid files, which must never crash (run under the sanitizers). */
@@ -14,20 +14,43 @@
 
 #define TMP_PATH LM_BINARY_DIR "/test_vocab_load.tmp.gguf"
 
+/* The tables below are kept off clang-format, which would put each part of
+ * a split literal like "\xe2\x96\x81" "a" on a line of its own. */
+/* clang-format off */
 static const char *spm_tokens[] = {"<unk>", "<s>", "</s>", "<0x0A>", "\xe2\x96\x81", "a", "b", "\xe2\x96\x81" "a", ""};
+/* clang-format on */
 static const float spm_scores[] = {0, 0, 0, 0, -1, -2, -2, -0.5f, -9};
 static const int32_t spm_types[] = {2, 3, 3, 6, 1, 1, 1, 1, 1};
 #define SPM_N 9
 
+/* clang-format off */
 static const char *bpe_tokens[] = {"a", "b", "ab", "\xc4\xa0", "\xc4\xa0" "ab", "\xc4\x8a", "<|eot|>"};
+/* clang-format on */
 static const char *bpe_merges[] = {"a b", "\xc4\xa0 ab"};
 #define BPE_N 7
 
-static struct lm_gguf_writer *base(bool bpe) {
+/* clang-format off */
+static const char *wpm_tokens[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "\xe2\x96\x81" "a", "b"};
+/* clang-format on */
+#define WPM_N 6
+
+enum { SPM_FILE, BPE_FILE, WPM_FILE };
+
+static struct lm_gguf_writer *base(int kind)
+{
     struct lm_gguf_writer *w = NULL;
     CHECK(lm_gguf_writer_new(&w) == LM_OK);
     lm_gguf_set_str(w, "general.architecture", "llama");
-    if (bpe) {
+    if (kind == WPM_FILE) { /* the keys of a converted BERT: cls, no bos/eos */
+        static const int32_t types[WPM_N] = {3, 3, 3, 3, 1, 1};
+        lm_gguf_set_str(w, "tokenizer.ggml.model", "bert");
+        lm_gguf_set_arr_str(w, "tokenizer.ggml.tokens", wpm_tokens, WPM_N);
+        lm_gguf_set_arr_data(w, "tokenizer.ggml.token_type", LM_GGUF_INT32, types, WPM_N);
+        lm_gguf_set_u32(w, "tokenizer.ggml.unknown_token_id", 1);
+        lm_gguf_set_u32(w, "tokenizer.ggml.seperator_token_id", 3);
+        lm_gguf_set_u32(w, "tokenizer.ggml.padding_token_id", 0);
+        lm_gguf_set_u32(w, "tokenizer.ggml.cls_token_id", 2);
+    } else if (kind == BPE_FILE) {
         static const int32_t types[BPE_N] = {1, 1, 1, 1, 1, 1, 3};
         lm_gguf_set_str(w, "tokenizer.ggml.model", "gpt2");
         lm_gguf_set_str(w, "tokenizer.ggml.pre", "gpt-2");
@@ -50,7 +73,8 @@ static struct lm_gguf_writer *base(bool bpe) {
 }
 
 /* Write w, open it, load the vocab; frees w. Returns the load status. */
-static lm_status load_from(struct lm_gguf_writer *w, struct lm_vocab **out, char *err, size_t err_size) {
+static lm_status load_from(struct lm_gguf_writer *w, struct lm_vocab **out, char *err, size_t err_size)
+{
     struct lm_gguf *g = NULL;
     *out = NULL;
     err[0] = '\0';
@@ -69,7 +93,8 @@ static lm_status load_from(struct lm_gguf_writer *w, struct lm_vocab **out, char
 }
 
 /* Expect status want and a non-empty message (and no vocab). */
-static void expect(struct lm_gguf_writer *w, lm_status want, const char *what) {
+static void expect(struct lm_gguf_writer *w, lm_status want, const char *what)
+{
     struct lm_vocab *v;
     char err[256];
     lm_status st = load_from(w, &v, err, sizeof(err));
@@ -79,7 +104,8 @@ static void expect(struct lm_gguf_writer *w, lm_status want, const char *what) {
     lm_vocab_free(v);
 }
 
-static void test_valid(void) {
+static void test_valid(void)
+{
     struct lm_vocab *v;
     char err[256];
     CHECKF(load_from(base(false), &v, err, sizeof(err)) == LM_OK, "spm: %s", err);
@@ -100,14 +126,38 @@ static void test_valid(void) {
         CHECK(lm_vocab_nl(v) == 5 && lm_vocab_unk(v) == -1);
     }
     lm_vocab_free(v);
+    CHECKF(load_from(base(WPM_FILE), &v, err, sizeof(err)) == LM_OK, "wpm: %s", err);
+    if (v) {
+        int32_t t[8];
+        CHECK(lm_vocab_type(v) == LM_VOCAB_WPM && strcmp(lm_vocab_pre(v), "") == 0);
+        CHECK(lm_vocab_bos(v) == 2 && lm_vocab_eos(v) == 3 && lm_vocab_unk(v) == 1 && lm_vocab_nl(v) == 0);
+        CHECK(lm_vocab_tokenize(v, "AB c", 4, t, 8, true, false) == 5 && t[0] == 2 && t[1] == 4 && t[2] == 5 &&
+              t[3] == 1 && t[4] == 3);
+    }
+    lm_vocab_free(v);
+    /* a bos key wins over cls; without any, "[CLS]" is looked up */
+    struct lm_gguf_writer *w = base(WPM_FILE);
+    lm_gguf_set_u32(w, "tokenizer.ggml.bos_token_id", 4);
+    CHECK(load_from(w, &v, err, sizeof(err)) == LM_OK && lm_vocab_bos(v) == 4 && lm_vocab_eos(v) == 3);
+    lm_vocab_free(v);
+    w = base(WPM_FILE);
+    lm_gguf_remove_key(w, "tokenizer.ggml.cls_token_id");
+    lm_gguf_remove_key(w, "tokenizer.ggml.seperator_token_id");
+    CHECK(load_from(w, &v, err, sizeof(err)) == LM_OK && lm_vocab_bos(v) == 2 && lm_vocab_sep(v) == 3);
+    lm_vocab_free(v);
 }
 
-static void test_defects(void) {
+static void test_defects(void)
+{
     struct lm_gguf_writer *w;
     w = base(false), lm_gguf_remove_key(w, "tokenizer.ggml.model");
     expect(w, LM_ERR_NOT_FOUND, "no model");
-    w = base(false), lm_gguf_set_str(w, "tokenizer.ggml.model", "bert");
-    expect(w, LM_ERR_UNSUPPORTED, "bert");
+    w = base(false), lm_gguf_set_str(w, "tokenizer.ggml.model", "t5");
+    expect(w, LM_ERR_UNSUPPORTED, "t5");
+    w = base(WPM_FILE), lm_gguf_set_u32(w, "tokenizer.ggml.cls_token_id", WPM_N);
+    expect(w, LM_ERR_CORRUPT, "cls out of range");
+    w = base(WPM_FILE), lm_gguf_set_str(w, "tokenizer.ggml.cls_token_id", "2");
+    expect(w, LM_ERR_CORRUPT, "cls a string");
     w = base(false), lm_gguf_set_u32(w, "tokenizer.ggml.model", 1);
     expect(w, LM_ERR_CORRUPT, "model not a string");
     w = base(false), lm_gguf_remove_key(w, "tokenizer.ggml.tokens");
@@ -162,7 +212,9 @@ static void test_defects(void) {
     CHECK(v && lm_vocab_bos(v) == -1 && lm_vocab_eos(v) == -1 && lm_vocab_add_bos(v) == 1 && lm_vocab_add_eos(v) == 0);
     CHECK(v && lm_vocab_eot(v) == 2 && lm_vocab_prefix(v) == 32007);
     lm_vocab_free(v);
+    /* clang-format off */
     static const char *dup[] = {"a", "b", "ab", "\xc4\xa0", "\xc4\xa0" "ab", "\xc4\x8a", "a"};
+    /* clang-format on */
     w = base(true);
     lm_gguf_set_str(w, "tokenizer.ggml.pre", "some-future-model");
     lm_gguf_set_arr_str(w, "tokenizer.ggml.tokens", dup, BPE_N);
@@ -174,7 +226,8 @@ static void test_defects(void) {
 static void quiet(enum lm_log_level level, const char *text, void *user) {}
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static uint32_t rnd(void) {
+static uint32_t rnd(void)
+{
     rng_state ^= rng_state << 13;
     rng_state ^= rng_state >> 7;
     rng_state ^= rng_state << 17;
@@ -183,8 +236,9 @@ static uint32_t rnd(void) {
 
 /* Random byte edits of a valid file: whatever opens must load or fail
  * cleanly, and a loaded vocab must tokenize and detokenize safely. */
-static void test_mutations(bool bpe) {
-    struct lm_gguf_writer *w = base(bpe);
+static void test_mutations(int kind)
+{
+    struct lm_gguf_writer *w = base(kind);
     CHECK(lm_gguf_write_file(w, TMP_PATH) == LM_OK);
     lm_gguf_writer_free(w);
     size_t n = 0;
@@ -227,16 +281,19 @@ static void test_mutations(bool bpe) {
         }
     }
     lm_log_set(NULL, NULL);
-    printf("%s mutations: %d opened, %d loaded, no crash\n", bpe ? "bpe" : "spm", n_open, n_load);
+    static const char *const kind_names[] = {[SPM_FILE] = "spm", [BPE_FILE] = "bpe", [WPM_FILE] = "wpm"};
+    printf("%s mutations: %d opened, %d loaded, no crash\n", kind_names[kind], n_open, n_load);
     CHECK(n_open > 0);
     free(buf);
     free(orig);
 }
 
-int main(void) {
+int main(void)
+{
     test_valid();
     test_defects();
-    test_mutations(false);
-    test_mutations(true);
+    test_mutations(SPM_FILE);
+    test_mutations(BPE_FILE);
+    test_mutations(WPM_FILE);
     return lm_test_summary();
 }

@@ -18,7 +18,8 @@
 
 /* llama_detokenize_spm of llama.cpp's common: drop the space the tokenizer
  * prefixed (on the first piece that is not BOS). */
-static char *detok_spm(const struct lm_vocab *v, const int32_t *ids, int n, size_t *len) {
+static char *detok_spm(const struct lm_vocab *v, const int32_t *ids, int n, size_t *len)
+{
     int first = (n > 0 && ids[0] == lm_vocab_bos(v)) ? 1 : 0;
     char *s = tv_detokenize(v, ids, first, len);
     size_t rl;
@@ -35,7 +36,8 @@ static char *detok_spm(const struct lm_vocab *v, const int32_t *ids, int n, size
     return s;
 }
 
-static void test_sentencepiece_vectors(const struct lm_vocab *v) {
+static void test_sentencepiece_vectors(const struct lm_vocab *v)
+{
     struct tv_case *cases = NULL;
     int n = tv_read_cases_at(LM_SOURCE_DIR "/tests/vocab/data/llama2-spm.inp",
                              LM_SOURCE_DIR "/tests/vocab/data/llama2-spm.out", &cases);
@@ -51,8 +53,8 @@ static void test_sentencepiece_vectors(const struct lm_vocab *v) {
         char *d = detok_spm(v, cases[i].ids, cases[i].n_ids, &dl);
         /* U+2581 in the input comes back as ' ' (as in SentencePiece) */
         bool has_2581 = strstr(cases[i].text, "\xe2\x96\x81") != NULL;
-        CHECKF(has_2581 || (dl == cases[i].len && memcmp(d, cases[i].text, dl) == 0), "sentencepiece case %d detokenizes",
-               i);
+        CHECKF(has_2581 || (dl == cases[i].len && memcmp(d, cases[i].text, dl) == 0),
+               "sentencepiece case %d detokenizes", i);
         free(d);
         free(got);
     }
@@ -61,7 +63,8 @@ static void test_sentencepiece_vectors(const struct lm_vocab *v) {
 }
 
 /* test-tokenizer-1-spm: each token's text survives tokenize+detokenize. */
-static void test_token_round_trip(const struct lm_vocab *v) {
+static void test_token_round_trip(const struct lm_vocab *v)
+{
     int n_vocab = lm_vocab_n_tokens(v), n_bad = 0, n_same_id = 0, n_prefixed = 0;
     for (int32_t id = 0; id < n_vocab; id++) {
         size_t sl, cl;
@@ -92,7 +95,8 @@ static void test_token_round_trip(const struct lm_vocab *v) {
 
 /* test-tokenizer-1-spm's second half: every scalar value (stride over the
  * astral planes to keep the test short). */
-static void test_codepoint_round_trip(const struct lm_vocab *v) {
+static void test_codepoint_round_trip(const struct lm_vocab *v)
+{
     int n_bad = 0, n = 0;
     for (uint32_t cp = 1; cp <= 0x10FFFF; cp += cp < 0x10000 ? 1 : 17) {
         if ((cp >= 0xD800 && cp <= 0xDFFF) || cp == 0x2581) { /* U+2581 decodes as ' ' */
@@ -117,7 +121,8 @@ static void test_codepoint_round_trip(const struct lm_vocab *v) {
     printf("code point round trip: %d code points\n", n);
 }
 
-static void test_special_partition(const struct lm_vocab *v) {
+static void test_special_partition(const struct lm_vocab *v)
+{
     const char *text = "<s>hello</s>";
     int n;
     int32_t *ids = tv_tokenize(v, text, strlen(text), false, true, &n);
@@ -145,7 +150,8 @@ static void test_special_partition(const struct lm_vocab *v) {
     free(ids);
 }
 
-static void test_protocol(const struct lm_vocab *v) {
+static void test_protocol(const struct lm_vocab *v)
+{
     const char *text = "Hello world, this is a test";
     int32_t full[64];
     int32_t n = lm_vocab_tokenize(v, text, (int32_t)strlen(text), full, 64, true, false);
@@ -168,7 +174,7 @@ static void test_protocol(const struct lm_vocab *v) {
     CHECK(lm_vocab_token_to_piece(v, world, buf, 6) == 6 && memcmp(buf, " world", 6) == 0);
     CHECK(lm_vocab_token_to_piece(v, 13, buf, 1) == 1 && buf[0] == '\n'); /* <0x0A> */
     CHECK(lm_vocab_token_to_piece(v, 13, buf, 0) == -1);
-    CHECK(lm_vocab_token_to_piece(v, 0, buf, 2) == -3);                      /* <unk> -> U+2585 */
+    CHECK(lm_vocab_token_to_piece(v, 0, buf, 2) == -3); /* <unk> -> U+2585 */
     CHECK(lm_vocab_token_to_piece(v, 0, buf, 3) == 3 && memcmp(buf, "\xe2\x96\x85", 3) == 0);
     CHECK(lm_vocab_token_to_piece(v, 1, buf, 16) == 0); /* control */
     /* bad ids */
@@ -188,7 +194,8 @@ static void test_protocol(const struct lm_vocab *v) {
 
 /* stories260K: llama2.c prints each piece, dropping a leading space after
  * BOS; the 200 greedy ids must give its text exactly. */
-static void test_stories260k(void) {
+static void test_stories260k(void)
+{
     struct lm_vocab *v = tv_load("models/stories260K.gguf");
     CHECK(v != NULL);
     size_t ni = 0, nt = 0;
@@ -237,7 +244,8 @@ out:
 
 /* Two files that carry the same vocab must load to the same tokens (the
  * second pair is GGUF v3 and legacy v1). */
-static void test_same_vocab(const char *a_path, const char *b_path) {
+static void test_same_vocab(const char *a_path, const char *b_path)
+{
     struct lm_vocab *a = tv_load(a_path), *b = tv_load(b_path);
     CHECKF(a && b, "%s, %s", a_path, b_path);
     if (a && b) {
@@ -260,7 +268,8 @@ static void test_same_vocab(const char *a_path, const char *b_path) {
     lm_vocab_free(b);
 }
 
-int main(void) {
+int main(void)
+{
     struct lm_vocab *v = tv_load("llama-spm");
     CHECK(v != NULL);
     if (v) {

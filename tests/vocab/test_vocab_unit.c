@@ -13,7 +13,8 @@
 #include "vocab/vocab.h"
 #include "vocab/vocab_internal.h"
 
-static void test_unicode(void) {
+static void test_unicode(void)
+{
     CHECK(lm_vocab_uni_cat('A') == LM_UNI_LETTER && lm_vocab_uni_cat('z') == LM_UNI_LETTER);
     CHECK(lm_vocab_uni_cat('5') == LM_UNI_NUMBER && lm_vocab_uni_cat(0xBD) == LM_UNI_NUMBER); /* ½ */
     CHECK(lm_vocab_uni_flags(' ') == (LM_UNI_SEPARATOR | LM_UNI_WHITESPACE));
@@ -46,7 +47,8 @@ static void test_unicode(void) {
     CHECK(agree);
 }
 
-static void test_utf8(void) {
+static void test_utf8(void)
+{
     uint32_t cp;
     CHECK(lm_vocab_utf8_decode("\xF0\x9F\xA6\x99", 4, &cp) == 4 && cp == 0x1F999);
     CHECK(lm_vocab_utf8_decode("\xC3\xA9", 2, &cp) == 2 && cp == 0xE9);
@@ -68,7 +70,8 @@ static void test_utf8(void) {
     CHECK(all);
 }
 
-static void test_byte_map(void) {
+static void test_byte_map(void)
+{
     bool seen[512] = {false};
     bool ok = true;
     for (int b = 0; b < 256; b++) {
@@ -85,7 +88,8 @@ static void test_byte_map(void) {
 }
 
 /* Match pattern at 0 of the UTF-8 subject; returns the matched byte count or -1. */
-static int rx_match(const char *pattern, const char *subject) {
+static int rx_match(const char *pattern, const char *subject)
+{
     struct lm_vocab_regex *re;
     char err[128];
     if (lm_vocab_regex_compile(pattern, &re, err, sizeof(err))) {
@@ -104,9 +108,10 @@ static int rx_match(const char *pattern, const char *subject) {
     return e < 0 ? -1 : (int)offs[e];
 }
 
-static void test_regex(void) {
-    static const char *bad[] = {"(a)", "a**", "[abc", "\\q", "a{3,2}", "(?i:a)", ".", "a+?", "(?:ab)+", "\\p{Q}",
-                                "\\x{110000}", "[z-a]", "a)", "(?:a", "\\"};
+static void test_regex(void)
+{
+    static const char *bad[] = {"(a)",     "a**",    "[abc",        "\\q",   "a{3,2}", "(?i:a)", ".", "a+?",
+                                "(?:ab)+", "\\p{Q}", "\\x{110000}", "[z-a]", "a)",     "(?:a",   "\\"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct lm_vocab_regex *re = NULL;
         char err[128] = "";
@@ -133,7 +138,8 @@ static void test_regex(void) {
 
 /* Split text with a BPE vocab's pre-tokenizer and compare with the pieces
  * given as one string joined by '|'. */
-static bool split_is(const struct lm_vocab *v, const char *text, const char *want) {
+static bool split_is(const struct lm_vocab *v, const char *text, const char *want)
+{
     struct ivec w = {0};
     lm_vocab_pretok_split(v, text, strlen(text), &w);
     char got[512];
@@ -156,7 +162,8 @@ static bool split_is(const struct lm_vocab *v, const char *text, const char *wan
 
 /* A BPE vocab: the 256 byte-alphabet characters, then "Ġt", "he", "Ġthe",
  * "ab", "bc", "xy"; merges as given. */
-static struct lm_vocab *tiny_bpe(const char *pre, const char *const *merges, int n_merges, char *err) {
+static struct lm_vocab *tiny_bpe(const char *pre, const char *const *merges, int n_merges, char *err)
+{
     static char store[256][4];
     const char *toks[270];
     int32_t types[270];
@@ -185,7 +192,8 @@ static struct lm_vocab *tiny_bpe(const char *pre, const char *const *merges, int
     return v;
 }
 
-static void test_pretokenizers(void) {
+static void test_pretokenizers(void)
+{
     static const char *m[] = {"a b"};
     char err[256];
     struct lm_vocab *gpt2 = tiny_bpe(NULL, m, 1, err), *sc = tiny_bpe("starcoder", m, 1, err);
@@ -214,7 +222,8 @@ static void test_pretokenizers(void) {
     lm_vocab_free(unk);
 }
 
-static bool ids_are(const struct lm_vocab *v, const char *text, bool special, const int32_t *want, int n_want) {
+static bool ids_are(const struct lm_vocab *v, const char *text, bool special, const int32_t *want, int n_want)
+{
     int32_t got[64];
     int32_t n = lm_vocab_tokenize(v, text, (int32_t)strlen(text), got, 64, false, special);
     bool same = n == n_want && memcmp(got, want, (size_t)n * sizeof(int32_t)) == 0;
@@ -228,7 +237,8 @@ static bool ids_are(const struct lm_vocab *v, const char *text, bool special, co
     return same;
 }
 
-static void test_bpe_merges(void) {
+static void test_bpe_merges(void)
+{
     char err[256] = "";
     /* ids: bytes 0..255, Ġt 256, he 257, Ġthe 258, ab 259, bc 260, xy 261, <|end|> 262, <tool> 263 */
     static const char *m1[] = {"\xc4\xa0 t", "h e", "\xc4\xa0t he", "a b", "b c"};
@@ -238,7 +248,7 @@ static void test_bpe_merges(void) {
         return;
     }
     CHECK(ids_are(v, " the", false, (int32_t[]){258}, 1));
-    CHECK(ids_are(v, "abc", false, (int32_t[]){259, 'c'}, 2));      /* "a b" ranks before "b c" */
+    CHECK(ids_are(v, "abc", false, (int32_t[]){259, 'c'}, 2)); /* "a b" ranks before "b c" */
     CHECK(ids_are(v, "abab", false, (int32_t[]){259, 259}, 2));
     CHECK(ids_are(v, "a\n", false, (int32_t[]){'a', '\n'}, 2)); /* byte 10 is U+010A, token 10 */
     CHECK(lm_vocab_nl(v) == '\n');
@@ -251,7 +261,7 @@ static void test_bpe_merges(void) {
     CHECK(lm_vocab_tokenize(v, "abab the", 8, NULL, 0, true, false) == -4); /* BOS ab ab Ġthe */
     CHECK(lm_vocab_token_to_piece(v, 262, buf, 16) == 0);
     CHECK(lm_vocab_token_to_piece(v, 263, buf, 16) == 6 && memcmp(buf, "<tool>", 6) == 0);
-    CHECK(lm_vocab_token_to_piece(v, 256 + 8, buf, 16) == 0); /* out of range */
+    CHECK(lm_vocab_token_to_piece(v, 256 + 8, buf, 16) == 0);                       /* out of range */
     CHECK(lm_vocab_bos(v) == 11 && lm_vocab_eos(v) == 11 && lm_vocab_unk(v) == -1); /* b1892's BPE defaults */
     lm_vocab_free(v);
     /* reversed ranks */
@@ -267,7 +277,8 @@ static void test_bpe_merges(void) {
 }
 
 /* SPM vocab: <unk> <s> </s>, optional byte tokens, then pieces with scores. */
-static struct lm_vocab *tiny_spm(bool with_bytes, char *err) {
+static struct lm_vocab *tiny_spm(bool with_bytes, char *err)
+{
     const char *toks[300];
     float scores[300];
     int32_t types[300];
@@ -285,8 +296,11 @@ static struct lm_vocab *tiny_spm(bool with_bytes, char *err) {
         scores[n] = 0;
         toks[n++] = bytes[b];
     }
+    /* kept off clang-format, which would give each part of "\xe2\x96\x81" "a" a line */
+    /* clang-format off */
     static const char *pieces[] = {"\xe2\x96\x81", "a", "b", "c", "ab", "bc", "\xe2\x96\x81" "a", "abc", "x", "y",
                                    "xy", "yx", "\n"};
+    /* clang-format on */
     static const float sc[] = {-1, -5, -5, -5, -2, -1, -3, -0.5f, -5, -5, -1, -1, -5};
     for (int i = 0; i < 13; i++) {
         types[n] = LM_TOKEN_NORMAL;
@@ -304,7 +318,8 @@ static struct lm_vocab *tiny_spm(bool with_bytes, char *err) {
     return v;
 }
 
-static void test_spm_merges(void) {
+static void test_spm_merges(void)
+{
     char err[256] = "";
     struct lm_vocab *v = tiny_spm(true, err);
     CHECKF(v != NULL, "%s", err);
@@ -332,7 +347,8 @@ static void test_spm_merges(void) {
     lm_vocab_free(v);
 }
 
-static lm_status build_with(struct lm_vocab_desc d, struct lm_vocab **v) {
+static lm_status build_with(struct lm_vocab_desc d, struct lm_vocab **v)
+{
     char err[256] = "";
     lm_status st = lm_vocab_build(&d, v, err, sizeof(err));
     if (st) {
@@ -341,7 +357,8 @@ static lm_status build_with(struct lm_vocab_desc d, struct lm_vocab **v) {
     return st;
 }
 
-static void test_build_errors(void) {
+static void test_build_errors(void)
+{
     static const char *toks[] = {"a", "b", "ab", "c"};
     struct lm_vocab_desc d = lm_vocab_desc_default();
     d.type = LM_VOCAB_BPE;
@@ -388,7 +405,8 @@ static void test_build_errors(void) {
     CHECK(lm_vocab_n_tokens(NULL) == 0 && lm_vocab_bos(NULL) == -1 && lm_vocab_token_to_piece(NULL, 0, NULL, 0) == 0);
 }
 
-int main(void) {
+int main(void)
+{
     test_unicode();
     test_utf8();
     test_byte_map();

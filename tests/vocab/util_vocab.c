@@ -8,7 +8,8 @@
 #include "gguf/gguf.h"
 #include "lm_test.h"
 
-struct lm_vocab *tv_load(const char *name) {
+struct lm_vocab *tv_load(const char *name)
+{
     char rel[512];
     if (strchr(name, '/')) {
         snprintf(rel, sizeof(rel), "%s", name);
@@ -32,7 +33,8 @@ struct lm_vocab *tv_load(const char *name) {
 static const char SEP[] = "\n__ggml_vocab_test__\n";
 #define TV_MAX_CASES 1024
 
-int tv_read_cases(const char *name, struct tv_case **cases) {
+int tv_read_cases(const char *name, struct tv_case **cases)
+{
     char rel[512], inp[512], outp[512];
     snprintf(rel, sizeof(rel), "models/ggml-vocab/ggml-vocab-%s.gguf.inp", name);
     snprintf(inp, sizeof(inp), "%s", lm_test_shared(rel));
@@ -41,7 +43,8 @@ int tv_read_cases(const char *name, struct tv_case **cases) {
     return tv_read_cases_at(inp, outp, cases);
 }
 
-int tv_read_cases_at(const char *inp_path, const char *out_path, struct tv_case **cases) {
+int tv_read_cases_at(const char *inp_path, const char *out_path, struct tv_case **cases)
+{
     size_t ni = 0, no = 0;
     char *inp = lm_test_read_file(inp_path, &ni);
     char *outp = lm_test_read_file(out_path, &no);
@@ -91,7 +94,8 @@ out:
     return n;
 }
 
-void tv_free_cases(struct tv_case *cases, int n) {
+void tv_free_cases(struct tv_case *cases, int n)
+{
     for (int i = 0; i < n; i++) {
         free(cases[i].text);
         free(cases[i].ids);
@@ -99,7 +103,8 @@ void tv_free_cases(struct tv_case *cases, int n) {
     free(cases);
 }
 
-int32_t *tv_tokenize(const struct lm_vocab *v, const char *text, size_t len, bool add_bos, bool special, int *n) {
+int32_t *tv_tokenize(const struct lm_vocab *v, const char *text, size_t len, bool add_bos, bool special, int *n)
+{
     int32_t need = lm_vocab_tokenize(v, text, (int32_t)len, NULL, 0, add_bos, special);
     int32_t cap = need < 0 ? -need : need;
     int32_t *ids = malloc(((size_t)cap + 1) * sizeof(*ids));
@@ -107,7 +112,8 @@ int32_t *tv_tokenize(const struct lm_vocab *v, const char *text, size_t len, boo
     return ids;
 }
 
-char *tv_detokenize(const struct lm_vocab *v, const int32_t *ids, int n, size_t *len) {
+char *tv_detokenize(const struct lm_vocab *v, const int32_t *ids, int n, size_t *len)
+{
     size_t cap = 64, used = 0;
     char *s = malloc(cap);
     for (int i = 0; i < n; i++) {
