@@ -6,6 +6,20 @@
 
 extern const struct lm_arch_def lm_arch_llama;
 extern const struct lm_arch_def lm_arch_gpt2;
+extern const struct lm_arch_def lm_arch_stablelm;
+extern const struct lm_arch_def lm_arch_qwen;
+extern const struct lm_arch_def lm_arch_phi2;
+extern const struct lm_arch_def lm_arch_persimmon;
+extern const struct lm_arch_def lm_arch_plamo;
+extern const struct lm_arch_def lm_arch_qwen2;
+extern const struct lm_arch_def lm_arch_gemma;
+extern const struct lm_arch_def lm_arch_phi3;
+extern const struct lm_arch_def lm_arch_falcon;
+extern const struct lm_arch_def lm_arch_starcoder;
+extern const struct lm_arch_def lm_arch_mpt;
+extern const struct lm_arch_def lm_arch_bloom;
+extern const struct lm_arch_def lm_arch_refact;
+extern const struct lm_arch_def lm_arch_baichuan;
 
 static const char *const names[LM_ARCH_COUNT] = {
     [LM_ARCH_LLAMA] = "llama",       [LM_ARCH_FALCON] = "falcon",     [LM_ARCH_BAICHUAN] = "baichuan",
@@ -20,6 +34,20 @@ static const char *const names[LM_ARCH_COUNT] = {
 static const struct lm_arch_def *const defs[LM_ARCH_COUNT] = {
     [LM_ARCH_LLAMA] = &lm_arch_llama,
     [LM_ARCH_GPT2] = &lm_arch_gpt2,
+    [LM_ARCH_STABLELM] = &lm_arch_stablelm,
+    [LM_ARCH_QWEN] = &lm_arch_qwen,
+    [LM_ARCH_PHI2] = &lm_arch_phi2,
+    [LM_ARCH_PERSIMMON] = &lm_arch_persimmon,
+    [LM_ARCH_PLAMO] = &lm_arch_plamo,
+    [LM_ARCH_QWEN2] = &lm_arch_qwen2,
+    [LM_ARCH_GEMMA] = &lm_arch_gemma,
+    [LM_ARCH_PHI3] = &lm_arch_phi3,
+    [LM_ARCH_FALCON] = &lm_arch_falcon,
+    [LM_ARCH_STARCODER] = &lm_arch_starcoder,
+    [LM_ARCH_MPT] = &lm_arch_mpt,
+    [LM_ARCH_BLOOM] = &lm_arch_bloom,
+    [LM_ARCH_REFACT] = &lm_arch_refact,
+    [LM_ARCH_BAICHUAN] = &lm_arch_baichuan,
 };
 
 const struct lm_arch_def *lm_arch_get(enum lm_arch arch)

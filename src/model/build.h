@@ -120,4 +120,12 @@ lm_status lm_build_k_shift(struct lm_build *b);
 
 #define LM_GRAPH_MAX_NODES 8192
 
+/* ---- shared by several architectures (model/arch/<name>.c) ---- */
+
+/* GPT-2's tensors and graph (gpt2.c), any n_head_kv: also starcoder. */
+lm_status lm_gpt2_tensors(struct lm_loader *ld, struct lm_model *m);
+struct lm_tensor *lm_gpt2_build(struct lm_build *b);
+/* The LLaMA layout without biases or experts (baichuan.c): also refact. */
+lm_status lm_baichuan_tensors(struct lm_loader *ld, struct lm_model *m);
+
 #endif

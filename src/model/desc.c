@@ -46,6 +46,7 @@ static const char *size_name(enum lm_model_size s)
     case LM_SIZE_3B: return "3B";
     case LM_SIZE_4B: return "4B";
     case LM_SIZE_7B: return "7B";
+    case LM_SIZE_8B: return "8B";
     case LM_SIZE_8x7B: return "8x7B";
     case LM_SIZE_13B: return "13B";
     case LM_SIZE_14B: return "14B";

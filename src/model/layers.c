@@ -35,12 +35,19 @@ struct lm_tensor *lm_b_inp_embd(struct lm_build *b)
     return x;
 }
 
+/* The mask alone: attention creates no inp_pos, since in a graph where no op
+ * reads positions (ALiBi archs: mpt, bloom, ...) it would get no memory. */
+static void inputs_mask(struct lm_build *b)
+{
+    if (!b->inp_mask)
+        b->inp_mask = input(b, lm_new_tensor_2d(b->ctx, LM_TYPE_F32, b->n_kv, b->n_tokens), "inp_mask");
+}
+
 void lm_b_inputs_attn(struct lm_build *b)
 {
     if (!b->inp_pos)
         b->inp_pos = input(b, lm_new_tensor_1d(b->ctx, LM_TYPE_I32, b->n_tokens), "inp_pos");
-    if (!b->inp_mask)
-        b->inp_mask = input(b, lm_new_tensor_2d(b->ctx, LM_TYPE_F32, b->n_kv, b->n_tokens), "inp_mask");
+    inputs_mask(b);
 }
 
 struct lm_tensor *lm_b_norm(struct lm_build *b, struct lm_tensor *x, struct lm_tensor *w, struct lm_tensor *bias,
@@ -149,7 +156,7 @@ struct lm_tensor *lm_b_attn(struct lm_build *b, int il, struct lm_tensor *q, str
     const struct lm_hparams *hp = b->hp;
     const struct lm_kv_cache *kv = b->kv;
     int64_t hk = hp->n_embd_head_k, hv = hp->n_embd_head_v;
-    lm_b_inputs_attn(b);
+    inputs_mask(b);
     store_kv(b, il, k, v);
 
     struct lm_tensor *kl = kv->k[il], *vl = kv->v[il];

@@ -56,6 +56,7 @@ enum lm_model_size {
     LM_SIZE_3B,
     LM_SIZE_4B,
     LM_SIZE_7B,
+    LM_SIZE_8B,    /* persimmon */
     LM_SIZE_8x7B,
     LM_SIZE_13B,
     LM_SIZE_14B,

@@ -27,24 +27,24 @@
 /* Every fixture of shared/fixtures/arch. */
 static const char *const fixtures[] = {
     "llama", "llama-moe", "llama-f16",
-    /* "falcon", */
-    /* "falcon-norm2", */
-    /* "baichuan", */
-    /* "baichuan-13b", */
+    "falcon",
+    "falcon-norm2",
+    "baichuan",
+    "baichuan-13b",
     "gpt2",
-    /* "starcoder", */
-    /* "mpt", */
-    /* "bloom", */
-    /* "stablelm", */
-    /* "qwen", */
-    /* "phi2", */
-    /* "phi2-sepqkv", */
-    /* "persimmon", */
-    /* "refact", */
-    /* "plamo", */
-    /* "qwen2", */
-    /* "gemma", */
-    /* "phi3", */
+    "starcoder",
+    "mpt",
+    "bloom",
+    "stablelm",
+    "qwen",
+    "phi2",
+    "phi2-sepqkv",
+    "persimmon",
+    "refact",
+    "plamo",
+    "qwen2",
+    "gemma",
+    "phi3",
 };
 
 /* Batch-split consistency: the same model and ids, other batch boundaries.

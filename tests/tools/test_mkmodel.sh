@@ -75,6 +75,19 @@ rc=$?
 [ $rc -eq 1 ] && grep -q "Missing importance matrix for tensor blk.0.attn_q.weight" "$tmp/e.txt" && [ ! -e "$tmp/q2ks.gguf" ] &&
   ok || bad "Q2_K_S without imatrix: exit $rc"
 
+# other architectures: the tensors come from the architecture's own declaration
+"$LAMINA" mkmodel gpt2-124m "$tmp/gpt2.gguf" --type Q8_0 --layers 1 2>"$tmp/e.txt" || bad "mkmodel gpt2: $(cat "$tmp/e.txt")"
+[ "$(shape "$tmp/gpt2.gguf" position_embd.weight)" = "position_embd.weight q8_0 [768, 1024]" ] && ok || bad "gpt2 position_embd"
+[ "$(shape "$tmp/gpt2.gguf" blk.0.attn_qkv.bias)" = "blk.0.attn_qkv.bias f32 [2304]" ] && ok || bad "gpt2 qkv bias"
+[ "$(shape "$tmp/gpt2.gguf" token_embd.weight)" = "token_embd.weight q8_0 [768, 50257]" ] && ok || bad "gpt2 vocabulary padded to 50257"
+"$LAMINA" mkmodel qwen2-0.5b "$tmp/qwen2.gguf" --type F16 --layers 1 2>"$tmp/e.txt" || bad "mkmodel qwen2: $(cat "$tmp/e.txt")"
+[ "$(shape "$tmp/qwen2.gguf" blk.0.attn_k.bias)" = "blk.0.attn_k.bias f32 [128]" ] && ok || bad "qwen2 k bias (2 KV heads of 64)"
+"$LAMINA" inspect "$tmp/qwen2.gguf" | grep -qE "^ *[0-9]+ +output\.weight " && bad "qwen2-0.5b has a tied output" || ok
+for m in gpt2 qwen2; do
+  "$LAMINA" run -m "$tmp/$m.gguf" -n 4 -p "Once upon a time" --temp 0 -t 2 >"$tmp/out.txt" 2>"$tmp/e.txt" && ok ||
+    bad "run on $m: $(tail -3 "$tmp/e.txt")"
+done
+
 # bad input: exit 1 (runtime) or 2 (usage) with a message
 check_rc() { # want_rc args...
   local want=$1

@@ -63,6 +63,16 @@ static const struct mk_model models[] = {
      LLAMA_OPT},
     {"gpt2-124m", "GPT-2 124M", "gpt2", 50257, 768, 12, 12, 12, 3072, 1024, 0, 0, 10000.0f, 1e-5f, 0,
      "output.weight"},
+    {"falcon-7b", "Falcon 7B", "falcon", 65024, 4544, 32, 71, 1, 18176, 2048, 0, 0, 10000.0f, 1e-5f, 0,
+     "output.weight"},
+    {"mpt-7b", "MPT 7B", "mpt", 50432, 4096, 32, 32, 32, 16384, 2048, 0, 0, 10000.0f, 1e-5f, 8.0f, "output.weight"},
+    {"stablelm-3b", "StableLM 3B 4E1T", "stablelm", 50304, 2560, 32, 32, 32, 6912, 4096, 0, 20, 10000.0f, 1e-5f, 0,
+     "output.weight"},
+    {"phi2", "Phi-2 2.7B", "phi2", 51200, 2560, 32, 32, 32, 10240, 2048, 0, 32, 10000.0f, 1e-5f, 0,
+     "attn_qkv.weight attn_qkv.bias output.weight output.bias"},
+    {"qwen2-0.5b", "Qwen2 0.5B", "qwen2", 151936, 896, 24, 14, 2, 4864, 32768, 0, 0, 1000000.0f, 1e-6f, 0,
+     "attn_q.bias attn_k.bias attn_v.bias"},
+    {"gemma-2b", "Gemma 2B", "gemma", 256000, 2048, 18, 8, 1, 16384, 8192, 256, 0, 10000.0f, 1e-6f, 0, ""},
 };
 #define N_MODELS ((int)(sizeof models / sizeof models[0]))
 
