@@ -40,6 +40,8 @@ struct parser {
     const char *src;
     struct symbol *sym;
     size_t n_sym, cap_sym;
+    uint32_t *index; /* symbol id + 1 by hash of its name (0: empty); size n_index, a power of 2 */
+    size_t n_index;
     int depth;
     lm_status st;
     char *err;
@@ -96,13 +98,57 @@ static bool evec_push(struct parser *p, struct evec *e, enum lm_gretype type, ui
     return true;
 }
 
-/* append a new symbol (its name copied) as id n_sym */
-static bool add_symbol(struct parser *p, const char *name, size_t len, uint32_t *id)
+static size_t name_hash(const char *name, size_t len)
 {
-    if (lm_grammar_grow((void **)&p->sym, &p->cap_sym, p->n_sym + 1, sizeof *p->sym)) {
+    uint64_t h = 0xcbf29ce484222325u; /* FNV-1a */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)name[i]) * 0x100000001b3u;
+    return (size_t)(h ^ (h >> 32));
+}
+
+/* the index slot of name: where it is, or the empty slot where it would go */
+static size_t find_slot(const struct parser *p, const char *name, size_t len)
+{
+    size_t i = name_hash(name, len) & (p->n_index - 1);
+    for (; p->index[i]; i = (i + 1) & (p->n_index - 1)) {
+        const struct symbol *s = &p->sym[p->index[i] - 1];
+        if (s->len == len && !memcmp(s->name, name, len))
+            break;
+    }
+    return i;
+}
+
+/* keep the index at most half full for n symbols */
+static bool reserve_index(struct parser *p, size_t n)
+{
+    if (2 * n <= p->n_index)
+        return true;
+    size_t ns = p->n_index ? 2 * p->n_index : 64;
+    uint32_t *old = p->index;
+    const size_t n_old = p->n_index;
+    if (!(p->index = calloc(ns, sizeof *p->index))) {
+        p->index = old;
         fail(p, p->src, LM_ERR_NOMEM, "out of memory");
         return false;
     }
+    p->n_index = ns;
+    for (size_t i = 0; i < n_old; i++)
+        if (old[i])
+            p->index[find_slot(p, p->sym[old[i] - 1].name, p->sym[old[i] - 1].len)] = old[i];
+    free(old);
+    return true;
+}
+
+/* append a new symbol (its name copied) as id n_sym */
+static bool add_symbol(struct parser *p, const char *name, size_t len, uint32_t *id)
+{
+    if (p->n_sym >= UINT32_MAX / 2 ||
+        lm_grammar_grow((void **)&p->sym, &p->cap_sym, p->n_sym + 1, sizeof *p->sym)) {
+        fail(p, p->src, LM_ERR_NOMEM, "out of memory");
+        return false;
+    }
+    if (!reserve_index(p, p->n_sym + 1))
+        return false;
     struct symbol *s = &p->sym[p->n_sym];
     memset(s, 0, sizeof *s);
     s->name = malloc(len + 1);
@@ -113,6 +159,7 @@ static bool add_symbol(struct parser *p, const char *name, size_t len, uint32_t 
     memcpy(s->name, name, len);
     s->name[len] = '\0';
     s->len = len;
+    p->index[find_slot(p, name, len)] = (uint32_t)p->n_sym + 1;
     *id = (uint32_t)p->n_sym++;
     return true;
 }
@@ -120,9 +167,10 @@ static bool add_symbol(struct parser *p, const char *name, size_t len, uint32_t 
 /* id of a name, adding it (grammar-parser.cpp's get_symbol_id) */
 static bool symbol_id(struct parser *p, const char *name, size_t len, uint32_t *id)
 {
-    for (size_t i = 0; i < p->n_sym; i++) {
-        if (p->sym[i].len == len && !memcmp(p->sym[i].name, name, len)) {
-            *id = (uint32_t)i;
+    if (p->n_index) {
+        const size_t i = find_slot(p, name, len);
+        if (p->index[i]) {
+            *id = p->index[i] - 1;
             return true;
         }
     }
@@ -501,6 +549,7 @@ lm_status lm_gbnf_parse(const char *text, struct lm_gbnf **out, char *err, size_
         free(p.sym[i].rule.v);
     }
     free(p.sym);
+    free(p.index);
     return p.st;
 }
 

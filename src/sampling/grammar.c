@@ -1,12 +1,16 @@
-/* grammar.c - the grammar engine: rule storage and validation, stack sets, advancing
- * stacks over rules and over code points (llama_grammar_* internals of b1892).
+/* grammar.c - the grammar engine: rule storage, validation and construction, copies
+ * (llama_grammar_init / _copy / _free of b1892). Stack sets and expansion are in
+ * grammar_stack.c, masking and accepting in grammar_sample.c.
  *
  * Invariants once a grammar is built: every RULE_REF names an existing rule; every
  * CHAR_RNG_UPPER / CHAR_ALT continues a char class; no rule can reach itself without
  * consuming a character (no left recursion), so expanding a stack terminates; every
  * stack in g->stacks is empty or ends at a CHAR / CHAR_NOT position; g->stacks is
- * never empty. Expansion uses an explicit work list (depth-first, alternatives in
- * order, as b1892's recursion) and merges identical stacks.
+ * never empty and holds at most LM_GRAMMAR_MAX_STACKS stacks.
+ *
+ * Validation is linear in the number of elements (nullable rules by a work list,
+ * left recursion by one depth-first search); the initial expansion is bounded by
+ * the stack limit and the work budget, past which the grammar is refused.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,15 +32,6 @@ void lm_grammar_error(char *err, size_t err_size, const char *fmt, ...)
         LM_LOG_ERR("grammar: %s\n", buf);
 }
 
-/* ---- stack sets ------------------------------------------------------------------ */
-
-void lm_stackset_free(struct lm_stackset *s)
-{
-    free(s->pool);
-    free(s->st);
-    memset(s, 0, sizeof *s);
-}
-
 lm_status lm_grammar_grow(void **p, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap)
@@ -55,186 +50,9 @@ lm_status lm_grammar_grow(void **p, size_t *cap, size_t need, size_t elem)
     return LM_OK;
 }
 
-static lm_status stackset_push(struct lm_stackset *s, const uint32_t *stack, size_t len)
-{
-    if (lm_grammar_grow((void **)&s->pool, &s->pool_cap, s->pool_len + len, sizeof *s->pool) ||
-        lm_grammar_grow((void **)&s->st, &s->cap, s->n + 1, sizeof *s->st))
-        return LM_ERR_NOMEM;
-    if (len)
-        memcpy(s->pool + s->pool_len, stack, len * sizeof *stack);
-    s->st[s->n].off = s->pool_len;
-    s->st[s->n].len = len;
-    s->n++;
-    s->pool_len += len;
-    return LM_OK;
-}
-
-lm_status lm_stackset_add(struct lm_stackset *s, const uint32_t *stack, size_t len)
-{
-    for (size_t i = 0; i < s->n; i++)
-        if (s->st[i].len == len && (len == 0 || !memcmp(s->pool + s->st[i].off, stack, len * sizeof *stack)))
-            return LM_OK;
-    return stackset_push(s, stack, len);
-}
-
-lm_status lm_stackset_copy(struct lm_stackset *dst, const struct lm_stackset *src)
-{
-    memset(dst, 0, sizeof *dst);
-    dst->pool = malloc((src->pool_len ? src->pool_len : 1) * sizeof *dst->pool);
-    dst->st = malloc((src->n ? src->n : 1) * sizeof *dst->st);
-    if (!dst->pool || !dst->st) {
-        lm_stackset_free(dst);
-        return LM_ERR_NOMEM;
-    }
-    if (src->pool_len)
-        memcpy(dst->pool, src->pool, src->pool_len * sizeof *dst->pool);
-    if (src->n)
-        memcpy(dst->st, src->st, src->n * sizeof *dst->st);
-    dst->pool_len = dst->pool_cap = src->pool_len;
-    dst->n = dst->cap = src->n;
-    if (!dst->pool_cap)
-        dst->pool_cap = 1;
-    if (!dst->cap)
-        dst->cap = 1;
-    return LM_OK;
-}
-
-void lm_grammar_scratch_free(struct lm_grammar_scratch *sc)
-{
-    lm_stackset_free(&sc->work);
-    free(sc->buf);
-    sc->buf = NULL;
-    sc->buf_cap = 0;
-}
-
-/* ---- matching and advancing -------------------------------------------------------- */
-
 static bool is_end_of_sequence(const struct lm_grammar *g, uint32_t pos)
 {
     return g->elems[pos].type == LM_GRETYPE_END || g->elems[pos].type == LM_GRETYPE_ALT;
-}
-
-bool lm_grammar_match_char(const struct lm_grammar *g, uint32_t pos, uint32_t chr, uint32_t *next)
-{
-    const struct lm_grammar_element *e = g->elems;
-    const bool positive = e[pos].type == LM_GRETYPE_CHAR;
-    bool found = false;
-    do {
-        if (e[pos + 1].type == LM_GRETYPE_CHAR_RNG_UPPER) {
-            found = found || (e[pos].value <= chr && chr <= e[pos + 1].value);
-            pos += 2;
-        } else {
-            found = found || e[pos].value == chr;
-            pos += 1;
-        }
-    } while (e[pos].type == LM_GRETYPE_CHAR_ALT);
-    *next = pos;
-    return found == positive;
-}
-
-bool lm_grammar_match_partial(const struct lm_grammar *g, uint32_t pos, struct lm_partial_utf8 pu)
-{
-    const struct lm_grammar_element *e = g->elems;
-    const bool positive = e[pos].type == LM_GRETYPE_CHAR;
-    /* invalid sequence, or a 7-bit char split over two bytes (overlong) */
-    if (pu.n_remain < 0 || (pu.n_remain == 1 && pu.value < 2))
-        return false;
-    /* the code points this partial sequence could still complete to */
-    uint32_t low = pu.value << (pu.n_remain * 6);
-    uint32_t high = low | ((1u << (pu.n_remain * 6)) - 1);
-    if (low == 0) {
-        if (pu.n_remain == 2)
-            low = 1u << 11;
-        else if (pu.n_remain == 3)
-            low = 1u << 16;
-    }
-    do {
-        if (e[pos + 1].type == LM_GRETYPE_CHAR_RNG_UPPER) {
-            if (e[pos].value <= high && low <= e[pos + 1].value)
-                return positive;
-            pos += 2;
-        } else {
-            if (low <= e[pos].value && e[pos].value <= high)
-                return positive;
-            pos += 1;
-        }
-    } while (e[pos].type == LM_GRETYPE_CHAR_ALT);
-    return !positive;
-}
-
-static lm_status reserve_buf(struct lm_grammar_scratch *sc, size_t need)
-{
-    return lm_grammar_grow((void **)&sc->buf, &sc->buf_cap, need, sizeof *sc->buf);
-}
-
-lm_status lm_grammar_advance(const struct lm_grammar *g, const uint32_t *stack, size_t len,
-                             struct lm_stackset *out, struct lm_grammar_scratch *sc)
-{
-    struct lm_stackset *w = &sc->work;
-    w->n = 0;
-    w->pool_len = 0;
-    lm_status st = stackset_push(w, stack, len);
-    while (st == LM_OK && w->n > 0) {
-        const struct lm_stack_span sp = w->st[--w->n];
-        w->pool_len = sp.off; /* LIFO: the popped stack is the pool's tail */
-        if ((st = reserve_buf(sc, sp.len + 1)) != LM_OK)
-            break;
-        uint32_t *buf = sc->buf;
-        if (sp.len)
-            memcpy(buf, w->pool + sp.off, sp.len * sizeof *buf);
-        if (sp.len == 0) {
-            st = lm_stackset_add(out, buf, 0);
-            continue;
-        }
-        const uint32_t pos = buf[sp.len - 1];
-        const struct lm_grammar_element el = g->elems[pos];
-        if (el.type == LM_GRETYPE_CHAR || el.type == LM_GRETYPE_CHAR_NOT) {
-            st = lm_stackset_add(out, buf, sp.len);
-            continue;
-        }
-        if (el.type != LM_GRETYPE_RULE_REF) /* excluded by validation */
-            return LM_ERR_CORRUPT;
-        /* replace the reference by its continuation, then each alternative on top;
-         * push alternatives last-first so the first one is expanded first */
-        size_t base = sp.len - 1;
-        if (!is_end_of_sequence(g, pos + 1))
-            buf[base++] = pos + 1;
-        const uint32_t rule = el.value;
-        for (uint32_t a = g->alt_count[rule]; a-- > 0 && st == LM_OK;) {
-            const uint32_t start = g->alts[g->alt_first[rule] + a];
-            size_t n = base;
-            if (!is_end_of_sequence(g, start))
-                buf[n++] = start;
-            st = stackset_push(w, buf, n);
-        }
-    }
-    return st;
-}
-
-lm_status lm_grammar_step(const struct lm_grammar *g, const struct lm_stackset *in, uint32_t chr,
-                          struct lm_stackset *out, struct lm_grammar_scratch *sc)
-{
-    uint32_t *tmp = NULL;
-    size_t tmp_cap = 0;
-    lm_status st = LM_OK;
-    for (size_t i = 0; i < in->n && st == LM_OK; i++) {
-        const struct lm_stack_span sp = in->st[i];
-        if (sp.len == 0)
-            continue;
-        const uint32_t *s = in->pool + sp.off;
-        uint32_t next;
-        if (!lm_grammar_match_char(g, s[sp.len - 1], chr, &next))
-            continue;
-        if ((st = lm_grammar_grow((void **)&tmp, &tmp_cap, sp.len, sizeof *tmp)) != LM_OK)
-            break;
-        size_t n = sp.len - 1;
-        memcpy(tmp, s, n * sizeof *tmp);
-        if (!is_end_of_sequence(g, next))
-            tmp[n++] = next;
-        st = lm_grammar_advance(g, tmp, n, out, sc);
-    }
-    free(tmp);
-    return st;
 }
 
 /* ---- rule validation --------------------------------------------------------------- */
@@ -306,21 +124,65 @@ static lm_status left_edges(const struct lm_grammar *g, const bool *nullable, ui
     return LM_OK;
 }
 
-static void compute_nullable(const struct lm_grammar *g, bool *nullable)
+/* Which rules can match the empty string, in O(elements): an alternative is nullable
+ * when each of its elements is a reference to a nullable rule. pending[a] counts the
+ * references of alternative a not yet known nullable (UINT32_MAX: it has a
+ * terminal); when a rule becomes nullable, each alternative referring to it counts
+ * down, and one reaching zero makes its rule nullable in turn. */
+static lm_status compute_nullable(const struct lm_grammar *g, bool *nullable)
 {
-    for (bool changed = true; changed;) {
-        changed = false;
-        for (size_t r = 0; r < g->n_rules; r++) {
-            for (uint32_t i = 0; i < g->alt_count[r] && !nullable[r]; i++) {
-                uint32_t p = g->alts[g->alt_first[r] + i];
-                while (!is_end_of_sequence(g, p) && g->elems[p].type == LM_GRETYPE_RULE_REF &&
-                       nullable[g->elems[p].value])
-                    p++;
-                if (is_end_of_sequence(g, p))
-                    nullable[r] = changed = true;
+    const size_t nr = g->n_rules, na = g->n_alts;
+    uint32_t *pending = calloc(na, sizeof *pending), *alt_rule = malloc(na * sizeof *alt_rule);
+    uint32_t *occ_off = calloc(nr + 1, sizeof *occ_off), *occ = malloc(g->n_elems * sizeof *occ);
+    uint32_t *queue = malloc(nr * sizeof *queue);
+    size_t qn = 0;
+    lm_status st = pending && alt_rule && occ_off && occ && queue ? LM_OK : LM_ERR_NOMEM;
+    /* pass 1: count references per alternative and per rule referred to */
+    for (uint32_t r = 0; st == LM_OK && r < nr; r++) {
+        for (uint32_t i = g->alt_first[r]; i < g->alt_first[r] + g->alt_count[r]; i++) {
+            alt_rule[i] = r;
+            for (uint32_t p = g->alts[i]; !is_end_of_sequence(g, p); p++) {
+                if (g->elems[p].type != LM_GRETYPE_RULE_REF) {
+                    pending[i] = UINT32_MAX;
+                    break;
+                }
+                pending[i]++;
+                occ_off[g->elems[p].value + 1]++;
             }
         }
     }
+    for (size_t r = 0; st == LM_OK && r < nr; r++)
+        occ_off[r + 1] += occ_off[r];
+    /* pass 2: the alternatives each rule occurs in (occ_off[r] advances as it fills) */
+    for (uint32_t i = 0; st == LM_OK && i < na; i++)
+        for (uint32_t p = g->alts[i]; !is_end_of_sequence(g, p) && g->elems[p].type == LM_GRETYPE_RULE_REF; p++)
+            occ[occ_off[g->elems[p].value]++] = i;
+    for (size_t r = nr; st == LM_OK && r > 0; r--) /* restore the starts */
+        occ_off[r] = occ_off[r - 1];
+    if (st == LM_OK)
+        occ_off[0] = 0;
+    for (uint32_t i = 0; st == LM_OK && i < na; i++) {
+        if (pending[i] == 0 && !nullable[alt_rule[i]]) {
+            nullable[alt_rule[i]] = true;
+            queue[qn++] = alt_rule[i];
+        }
+    }
+    while (st == LM_OK && qn > 0) {
+        const uint32_t r = queue[--qn];
+        for (uint32_t k = occ_off[r]; k < occ_off[r + 1]; k++) {
+            const uint32_t i = occ[k];
+            if (pending[i] != UINT32_MAX && --pending[i] == 0 && !nullable[alt_rule[i]]) {
+                nullable[alt_rule[i]] = true;
+                queue[qn++] = alt_rule[i];
+            }
+        }
+    }
+    free(pending);
+    free(alt_rule);
+    free(occ_off);
+    free(occ);
+    free(queue);
+    return st;
 }
 
 static void report_cycle(const uint32_t *path, size_t depth, uint32_t target, const char *const *names, char *err,
@@ -349,7 +211,8 @@ static lm_status check_left_recursion(const struct lm_grammar *g, const char *co
     lm_status st = LM_ERR_NOMEM;
     if (!nullable || !color || !path || !next)
         goto out;
-    compute_nullable(g, nullable);
+    if ((st = compute_nullable(g, nullable)) != LM_OK)
+        goto out;
     if ((st = left_edges(g, nullable, &off, &adj)) != LM_OK)
         goto out;
     for (uint32_t root = 0; root < n && st == LM_OK; root++) {
@@ -464,10 +327,23 @@ lm_status lm_grammar_init_named(const struct lm_grammar_element *const *rules, s
         st = validate_elements(g, names, err, err_size);
     if (st == LM_OK)
         st = check_left_recursion(g, names, err, err_size);
+    if (st == LM_OK)
+        st = lm_grammar_scratch_init(&sc, g);
     /* the initial stacks: one expansion per alternative of the start rule */
+    if (st == LM_OK)
+        lm_grammar_expand_begin(&sc);
     for (uint32_t a = 0; st == LM_OK && a < g->alt_count[start_rule]; a++) {
         uint32_t pos = g->alts[g->alt_first[start_rule] + a];
         st = lm_grammar_advance(g, &pos, is_end_of_sequence(g, pos) ? 0 : 1, &g->stacks, &sc);
+    }
+    if (st == LM_ERR_FULL) {
+        if (sc.exhausted)
+            lm_grammar_error(err, err_size, "the grammar is too ambiguous: expanding its start rule takes more "
+                                            "than %llu work units", (unsigned long long)LM_GRAMMAR_MAX_WORK);
+        else
+            lm_grammar_error(err, err_size, "the grammar is too ambiguous: its start rule expands to more than %d "
+                                            "stacks", LM_GRAMMAR_MAX_STACKS);
+        st = LM_ERR_UNSUPPORTED;
     }
     lm_grammar_scratch_free(&sc);
     if (st == LM_ERR_NOMEM)

@@ -15,7 +15,8 @@
  * (unknown types, references to missing rules, malformed character classes and left
  * recursion are refused with a message instead of crashing or overflowing the stack);
  * identical stacks are merged; an EOS or a token the grammar cannot take makes
- * lm_grammar_accept_token fail and leave the grammar unchanged instead of aborting.
+ * lm_grammar_accept_token fail and leave the grammar unchanged instead of aborting;
+ * the limits below bound what any one call costs (docs/hostile-input.md, "Grammars").
  *
  * Thread-safety: a grammar is not shared-mutable; distinct grammars are independent,
  * and const functions may run concurrently on one grammar.
@@ -29,6 +30,18 @@
 
 #include "core/status.h"
 #include "sampling/sampling.h"
+
+/* Limits on what a grammar may cost, whoever wrote it:
+ *  - LM_GRAMMAR_MAX_STACKS: live stacks after any character. A start rule that
+ *    expands to more is refused by lm_grammar_init; a token whose text would make
+ *    more is masked by lm_grammar_sample and refused by lm_grammar_accept_token.
+ *  - LM_GRAMMAR_MAX_WORK: budget of one lm_grammar_init / _sample / _accept_* call,
+ *    in units of about one stack position hashed, compared or copied (plus 8 per
+ *    stack), one stack visited, or one class element tested against a character.
+ *    Running out of 2^23 units takes about 0.2 s and 35 MiB (release build);
+ *    sampling a JSON grammar over a 32000-token vocabulary uses 5000 to 50000. */
+#define LM_GRAMMAR_MAX_STACKS 16384
+#define LM_GRAMMAR_MAX_WORK (UINT64_C(1) << 23)
 
 /* Same values as llama.h's enum llama_gretype. */
 enum lm_gretype {
@@ -60,10 +73,11 @@ struct lm_grammar_vocab {
 
 /* Build a grammar from n_rules rules (each read up to its END; the arrays are deep-
  * copied, so they may live on the caller's stack) starting at rule start_rule.
- * On error returns LM_ERR_INVALID_ARG (NULL arguments, start out of range) or
- * LM_ERR_CORRUPT (bad rules, left recursion) and writes a message to err (if
- * err_size > 0; otherwise the message is logged). *out is the caller's; free it
- * with lm_grammar_free. */
+ * On error returns LM_ERR_INVALID_ARG (NULL arguments, start out of range),
+ * LM_ERR_CORRUPT (bad rules, left recursion) or LM_ERR_UNSUPPORTED (the start rule
+ * expands to more than LM_GRAMMAR_MAX_STACKS stacks or past the work budget) and
+ * writes a message to err (if err_size > 0; otherwise the message is logged). *out
+ * is the caller's; free it with lm_grammar_free. */
 lm_status lm_grammar_init(const struct lm_grammar_element *const *rules, size_t n_rules, size_t start_rule,
                           struct lm_grammar **out, char *err, size_t err_size);
 
@@ -75,15 +89,20 @@ lm_status lm_grammar_copy(const struct lm_grammar *g, struct lm_grammar **out);
 
 /* llama_sample_grammar: set logit = -INFINITY for every candidate whose piece cannot
  * continue any stack, for the EOS token unless a stack is complete, and for empty
- * pieces. Nothing else changes (order, size, sorted). LM_ERR_NOMEM on scratch
- * failure (some logits may already be masked then). */
+ * pieces. Nothing else changes (order, size, sorted). A candidate left finite is
+ * one lm_grammar_accept_token takes: tokens needing more than LM_GRAMMAR_MAX_STACKS
+ * stacks are masked too. If the call's work budget runs out, every candidate not
+ * yet found acceptable is masked and LM_ERR_FULL returned (a warning is logged).
+ * LM_ERR_NOMEM on scratch failure (some logits may already be masked then). */
 lm_status lm_grammar_sample(const struct lm_grammar *g, struct lm_token_data_array *c,
                             const struct lm_grammar_vocab *vocab);
 
 /* llama_grammar_accept_token: advance the stacks over the token's piece. EOS is
  * accepted (and changes nothing) when a stack is complete. If the grammar cannot
  * take the token, returns LM_ERR_INVALID_ARG and leaves the grammar unchanged
- * (b1892 aborts). LM_ERR_NOMEM leaves it unchanged too. */
+ * (b1892 aborts); LM_ERR_FULL (unchanged too) when taking it would need more than
+ * LM_GRAMMAR_MAX_STACKS stacks or more than the work budget. LM_ERR_NOMEM leaves
+ * it unchanged too. */
 lm_status lm_grammar_accept_token(struct lm_grammar *g, int32_t token, const struct lm_grammar_vocab *vocab);
 
 /* Feed raw UTF-8 text, as if it were one token's piece (a NUL byte ends it).
