@@ -6,11 +6,13 @@
  * tensor ranges lie inside the image, getters refuse bad indices). A broken
  * promise calls abort(), so libFuzzer (and the replay test) report it.
  * Built two ways by fuzz/CMakeLists.txt: with libFuzzer (clang) and with
- * replay_main.c, which runs the fixed corpus as a ctest case.
+ * replay_main.c, which runs the fixed corpus as a ctest case; there
+ * lm_fuzz_expect() checks the outcome a seed's name promises.
  */
 #include "core/log.h"
 #include "gguf/gguf.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,4 +147,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     REQUIRE(lm_gguf_value_to_string(g, -1, NULL, 0) == -1);
     lm_gguf_close(g);
     return 0;
+}
+
+/* For replay_main.c: seeds named "bad-*" must be refused by the reader, "v*"
+ * and "ok-*" must open; other names (fuzzer finds) only must not crash. */
+bool lm_fuzz_expect(const char *base, const uint8_t *data, size_t size);
+bool lm_fuzz_expect(const char *base, const uint8_t *data, size_t size)
+{
+    bool want_ok = base[0] == 'v' || !strncmp(base, "ok-", 3), want_bad = !strncmp(base, "bad-", 4);
+    if (!want_ok && !want_bad)
+        return true;
+    struct lm_gguf *g = NULL;
+    char err[256] = "";
+    lm_status st = lm_gguf_open_memory(data, size, &g, err, sizeof err);
+    lm_gguf_close(g);
+    if ((st == LM_OK) != want_ok)
+        fprintf(stderr, "fuzz_gguf: %s: %s %s\n", base, lm_status_str(st), err);
+    return (st == LM_OK) == want_ok;
 }

@@ -1,11 +1,14 @@
-/* replay_main.c - runs the fuzz function over a corpus without libFuzzer.
+/* replay_main.c - runs a fuzz function over a corpus without libFuzzer.
  *
- * Usage: fuzz_gguf_replay [DIR-or-FILE ...]; with no argument the seed corpus
- * fuzz/corpus/gguf (LM_FUZZ_CORPUS). Every regular file is fed to
- * LLVMFuzzerTestOneInput() once; a broken promise aborts. Seed names carry
- * the expected outcome: "bad-*" must be refused by the reader, "v*" and "ok-*"
- * must open; other names (fuzzer finds) only must not crash. Exit status 0
- * when at least one file ran and every expectation held.
+ * Linked with each fuzz/fuzz_<name>.c into fuzz_<name>_replay (ctest case
+ * fuzz/<name>_replay). Usage: fuzz_<name>_replay [DIR-or-FILE ...]; with no
+ * argument the seed corpus fuzz/corpus/<name> (LM_FUZZ_CORPUS). Every regular
+ * file is fed to LLVMFuzzerTestOneInput() once, as an exact-size copy so that
+ * ASan sees reads past its end; a broken promise aborts. A target may also
+ * define lm_fuzz_expect() (weak here): it is called after each input with the
+ * file's base name and returns false when an outcome the name promises did
+ * not happen (fuzz_gguf: "bad-*" must be refused, "v*" / "ok-*" must open).
+ * Exit status 0 when at least one file ran and every expectation held.
  */
 #include <dirent.h>
 #include <stdbool.h>
@@ -15,28 +18,17 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "gguf/gguf.h"
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+bool lm_fuzz_expect(const char *base, const uint8_t *data, size_t size) __attribute__((weak));
 
 static int n_wrong;
 
-/* Check the outcome the file's name promises. */
 static void check_expectation(const char *path, const uint8_t *data, size_t n)
 {
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
-    bool want_ok = base[0] == 'v' || !strncmp(base, "ok-", 3), want_bad = !strncmp(base, "bad-", 4);
-    if (!want_ok && !want_bad)
-        return;
-    struct lm_gguf *g = NULL;
-    char err[256] = "";
-    lm_status st = lm_gguf_open_memory(data, n, &g, err, sizeof err);
-    lm_gguf_close(g);
-    if ((st == LM_OK) != want_ok) {
-        fprintf(stderr, "fuzz_gguf_replay: %s: %s %s\n", base, lm_status_str(st), err);
+    if (lm_fuzz_expect && !lm_fuzz_expect(base, data, n))
         n_wrong++;
-    }
 }
 
 static int run_file(const char *path)
@@ -104,6 +96,7 @@ int main(int argc, char **argv)
         count = run_path(LM_FUZZ_CORPUS);
     for (int i = 1; i < argc; i++)
         count += run_path(argv[i]);
-    printf("fuzz_gguf_replay: %d inputs, %d unexpected outcomes\n", count, n_wrong);
+    const char *self = strrchr(argv[0], '/');
+    printf("%s: %d inputs, %d unexpected outcomes\n", self ? self + 1 : argv[0], count, n_wrong);
     return count > 0 && n_wrong == 0 ? 0 : 1;
 }

@@ -219,6 +219,11 @@ static bool commit_prefix(struct search *s, llama_beam_search_callback_fn_t cb, 
     size_t cpl = st.common_prefix_length;
     if (cpl == 0)
         return true;
+    if ((int64_t)s->n_past + (int64_t)cpl > LM_POS_MAX) { /* n_past must stay a position */
+        LM_LOG_ERR("llama_beam_search: position %d + %zu passes %d; stopping the search\n", s->n_past, cpl,
+                   LM_POS_MAX);
+        return false;
+    }
     if (!decode_at(s, s->beams[0].tokens, cpl))
         return false;
     memcpy(s->prefix_logits, last_logits(s->ctx), (size_t)s->n_vocab * sizeof(float));

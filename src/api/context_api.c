@@ -136,8 +136,21 @@ int32_t llama_decode(struct llama_context *ctx, struct llama_batch batch)
     return r;
 }
 
+/* Whether llama_eval(_embd) may touch the cache: positions n_past .. n_past +
+ * n_tokens - 1 must be valid, else -1 before anything changes. */
+static bool eval_args_ok(const struct llama_context *ctx, const char *fn, int32_t n_tokens, int32_t n_past)
+{
+    if (ctx && n_past >= 0 && n_tokens > 0 && (int64_t)n_past + n_tokens - 1 <= LM_POS_MAX)
+        return true;
+    LM_LOG_ERR("%s: bad arguments (n_tokens %d, n_past %d: positions must lie in [0, %d])\n", fn, n_tokens, n_past,
+               LM_POS_MAX);
+    return false;
+}
+
 int llama_eval(struct llama_context *ctx, llama_token *tokens, int32_t n_tokens, int32_t n_past)
 {
+    if (!eval_args_ok(ctx, "llama_eval", n_tokens, n_past))
+        return -1;
     llama_kv_cache_seq_rm(ctx, -1, n_past, -1);
     int32_t r = llama_decode(ctx, llama_batch_get_one(tokens, n_tokens, n_past, 0));
     if (r)
@@ -147,6 +160,8 @@ int llama_eval(struct llama_context *ctx, llama_token *tokens, int32_t n_tokens,
 
 int llama_eval_embd(struct llama_context *ctx, float *embd, int32_t n_tokens, int32_t n_past)
 {
+    if (!eval_args_ok(ctx, "llama_eval_embd", n_tokens, n_past))
+        return -1;
     llama_kv_cache_seq_rm(ctx, -1, n_past, -1);
     struct llama_batch b = llama_batch_get_one(NULL, n_tokens, n_past, 0);
     b.embd = embd;
@@ -200,7 +215,9 @@ void llama_kv_cache_seq_keep(struct llama_context *ctx, llama_seq_id seq_id) { l
 void llama_kv_cache_seq_shift(struct llama_context *ctx, llama_seq_id seq_id, llama_pos p0, llama_pos p1,
                               llama_pos delta)
 {
-    lm_kv_seq_shift(&ctx->c->kv, seq_id, p0, p1, delta);
+    if (lm_kv_seq_shift(&ctx->c->kv, seq_id, p0, p1, delta))
+        LM_LOG_ERR("llama_kv_cache_seq_shift: a position of sequence %d in [%d, %d) + %d would pass %d; nothing "
+                   "shifted\n", seq_id, p0, p1, delta, LM_POS_MAX);
 }
 
 void llama_kv_cache_seq_div(struct llama_context *ctx, llama_seq_id seq_id, llama_pos p0, llama_pos p1, int d)

@@ -11,8 +11,11 @@
  *   n_cells x {i32 pos, i32 delta, u64 seq mask}
  *   per layer: K rows of cells [0, n_cells); V channels, each cells [0, n_vcells)
  * Restoring checks every field against the context (a state only fits a
- * context of the same model, cache types and at least the same size) and
- * never reads past the bytes it was given.
+ * context of the same model, cache types and size, with n_batch at least its
+ * logit rows), every cell against the cache invariants (kv_cache.h: pos and
+ * pos - delta in [0, LM_POS_MAX], free cells all clear), and never reads past
+ * the bytes it was given. The size bound (llama_get_state_size) depends only
+ * on the context's parameters, so it is the same for the context's lifetime.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,9 +117,9 @@ static size_t write_state(struct llama_context *ctx, uint8_t *dst, bool upper_bo
         w.n += rlen;
     free(rng);
     uint64_t n_vocab = (uint64_t)c->model->hp.n_vocab;
-    uint64_t rows = upper_bound ? c->logits_cap / (n_vocab ? n_vocab : 1) : (c->logits_ready ? (uint64_t)c->n_logit_rows : 0);
-    if (upper_bound && rows < c->cp.n_batch)
-        rows = c->cp.n_batch;
+    /* a decode keeps at most n_batch rows and a restore takes no more, so the
+     * bound, and with it the state size, never changes for a context */
+    uint64_t rows = upper_bound ? c->cp.n_batch : (c->logits_ready ? (uint64_t)c->n_logit_rows : 0);
     put_u64(&w, rows);
     put_u64(&w, n_vocab);
     put(&w, c->logits, upper_bound ? 0 : rows * n_vocab * sizeof(float));
@@ -149,7 +152,8 @@ size_t llama_copy_state_data(struct llama_context *ctx, uint8_t *dst)
     return write_state(ctx, dst, false);
 }
 
-static bool read_kv(struct rbuf *r, struct lm_context *c)
+/* The KV part, the state's last; with exact, its end must be the end of r. */
+static bool read_kv(struct rbuf *r, struct lm_context *c, bool exact)
 {
     struct lm_kv_cache *kv = &c->kv;
     const struct lm_hparams *hp = &c->model->hp;
@@ -172,14 +176,17 @@ static bool read_kv(struct rbuf *r, struct lm_context *c)
         int32_t pd[2];
         get(r, pd, sizeof pd);
         cells[i] = (struct lm_kv_cell){.pos = pd[0], .delta = pd[1], .seq = get_u64(r)};
-        if (cells[i].pos < -1 || (cells[i].pos >= 0) != (cells[i].seq != 0))
+        if (!lm_kv_cell_valid(&cells[i])) { /* a later shift or decode must not overflow */
+            LM_LOG_ERR("state: KV cell %u (pos %d, delta %d, seq %#llx) is inconsistent\n", i, cells[i].pos,
+                       cells[i].delta, (unsigned long long)cells[i].seq);
             r->bad = true;
+        }
         used += cells[i].pos >= 0;
     }
     size_t krow = lm_row_size(kv->type_k, nk), vrow = lm_row_size(kv->type_v, kv_vcells(kv, n));
     size_t vstride = lm_row_size(kv->type_v, kv->size);
     size_t need = (size_t)kv->n_layer * (krow * n + vrow * nv);
-    if (r->bad || used != h[2] || need > r->n - r->off) {
+    if (r->bad || used != h[2] || need > r->n - r->off || (exact && need != r->n - r->off)) {
         free(cells);
         r->bad = true;
         return false;
@@ -199,8 +206,9 @@ static bool read_kv(struct rbuf *r, struct lm_context *c)
     return true;
 }
 
-/* Parse a state of at most len bytes; returns the bytes used or 0. */
-static size_t read_state(struct llama_context *ctx, const uint8_t *src, size_t len)
+/* Parse a state of at most len bytes (with exact: of len bytes, as in a
+ * session file); returns the bytes used, or 0 with nothing changed. */
+static size_t read_state(struct llama_context *ctx, const uint8_t *src, size_t len, bool exact)
 {
     struct rbuf r = {src, len, 0, false};
     struct lm_context *c = ctx->c;
@@ -216,8 +224,11 @@ static size_t read_state(struct llama_context *ctx, const uint8_t *src, size_t l
         return 0;
     r.off += rlen;
     uint64_t rows = get_u64(&r), n_vocab = get_u64(&r);
-    if (r.bad || n_vocab != c->model->hp.n_vocab || rows > c->cp.n_ctx || rows * n_vocab * 4 > r.n - r.off)
+    if (r.bad || n_vocab != c->model->hp.n_vocab || rows > c->cp.n_batch || rows * n_vocab * 4 > r.n - r.off) {
+        LM_LOG_ERR("state: %llu logit rows of %llu (this context keeps at most %u rows of %u)\n",
+                   (unsigned long long)rows, (unsigned long long)n_vocab, c->cp.n_batch, c->model->hp.n_vocab);
         return 0;
+    }
     size_t need = (size_t)(rows * n_vocab);
     if (need > c->logits_cap) {
         float *nl = realloc(c->logits, need * sizeof(float));
@@ -233,7 +244,7 @@ static size_t read_state(struct llama_context *ctx, const uint8_t *src, size_t l
         return 0;
     const size_t embd_off = r.off;
     r.off += ne * sizeof(float);
-    if (!read_kv(&r, c))
+    if (!read_kv(&r, c, exact))
         return 0;
     /* everything checked: commit the rest */
     memcpy(c->logits, src + logits_off, need * sizeof(float));
@@ -250,7 +261,7 @@ size_t llama_set_state_data(struct llama_context *ctx, uint8_t *src)
 {
     if (!ctx || !src)
         return 0;
-    return read_state(ctx, src, llama_get_state_size(ctx));
+    return read_state(ctx, src, llama_get_state_size(ctx), false);
 }
 
 /* ---- session files ---- */
@@ -306,7 +317,7 @@ bool llama_load_session_file(struct llama_context *ctx, const char *path_session
     if (!buf)
         goto out;
     n = fread(buf, 1, cap + 1, f);
-    if (n == 0 || n > cap || read_state(ctx, buf, n) != n) {
+    if (n == 0 || n > cap || read_state(ctx, buf, n, true) != n) { /* trailing bytes: refused, unchanged */
         LM_LOG_ERR("llama_load_session_file: %s holds a state that does not fit this context\n", path_session);
         goto out;
     }

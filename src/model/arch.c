@@ -20,6 +20,7 @@ extern const struct lm_arch_def lm_arch_mpt;
 extern const struct lm_arch_def lm_arch_bloom;
 extern const struct lm_arch_def lm_arch_refact;
 extern const struct lm_arch_def lm_arch_baichuan;
+extern const struct lm_arch_def lm_arch_bert;
 
 static const char *const names[LM_ARCH_COUNT] = {
     [LM_ARCH_LLAMA] = "llama",       [LM_ARCH_FALCON] = "falcon",     [LM_ARCH_BAICHUAN] = "baichuan",
@@ -48,6 +49,7 @@ static const struct lm_arch_def *const defs[LM_ARCH_COUNT] = {
     [LM_ARCH_BLOOM] = &lm_arch_bloom,
     [LM_ARCH_REFACT] = &lm_arch_refact,
     [LM_ARCH_BAICHUAN] = &lm_arch_baichuan,
+    [LM_ARCH_BERT] = &lm_arch_bert,
 };
 
 const struct lm_arch_def *lm_arch_get(enum lm_arch arch)

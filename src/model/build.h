@@ -57,8 +57,9 @@ struct lm_build {
     struct lm_tensor *inp_out_ids;  /* I32 [n_outputs] batch rows that produce logits */
 
     /* outputs */
-    struct lm_tensor *out_embd;     /* F32 [n_embd, n_outputs] final normed hidden state */
-    struct lm_tensor *out_logits;   /* F32 [n_vocab, n_outputs] */
+    struct lm_tensor *out_embd;     /* F32 [n_embd, n_outputs] final normed hidden state; an encoder's:
+                                       the pooled [n_embd, 1], or [n_embd, n_tokens] without pooling */
+    struct lm_tensor *out_logits;   /* F32 [n_vocab, n_outputs]; NULL for an encoder */
 };
 
 /* The token (or embedding) input [n_embd, n_tokens]. Creates the inputs. */
@@ -111,8 +112,14 @@ struct lm_tensor *lm_b_moe(struct lm_build *b, struct lm_tensor *x, const struct
 struct lm_tensor *lm_b_output(struct lm_build *b, struct lm_tensor *x, enum lm_norm_kind kind);
 
 /* Sets up the graph, calls the architecture's builder and expands the graph
- * from the outputs. LM_OK or the arena's error. */
+ * from the outputs (out_embd, then out_logits unless the architecture is an
+ * encoder). LM_OK or the arena's error. */
 lm_status lm_build_graph(struct lm_build *b);
+
+/* Whether the cached keys carry RoPE: the architecture has a RoPE mode and
+ * the model does not use ALiBi instead (baichuan 13B). Only then does a
+ * shift of the cache re-rotate them (lm_build_k_shift). */
+bool lm_build_keys_rotated(const struct lm_hparams *hp);
 
 /* A graph that re-rotates every cached key by its cell's pending delta
  * (after seq_shift/seq_div). Its input inp_pos holds the deltas (I32 [size]). */

@@ -60,6 +60,12 @@ lm_status lm_context_new(const struct lm_model *model, const struct lm_context_p
                    (double)c->cp.rope_freq_base, (double)c->cp.rope_freq_scale);
         st = LM_ERR_INVALID_ARG;
     }
+    const struct lm_arch_def *def = lm_arch_get(model->hp.arch);
+    if (!st && def && def->encoder && !c->cp.embedding) {
+        LM_LOG_ERR("context: %s is an embedding model: no text generation (create the context with embedding = true)\n",
+                   lm_arch_name(model->hp.arch));
+        st = LM_ERR_INVALID_ARG;
+    }
     if (!st)
         st = lm_cpu_backend_new((int)c->cp.n_threads, &c->cpu);
     if (!st) {
@@ -150,11 +156,13 @@ static int check_batch(struct lm_context *c, const struct lm_batch *b, struct ba
             LM_LOG_ERR("decode: token %d at %d is not in the vocabulary (n_vocab %u)\n", b->token[i], i, m->hp.n_vocab);
             return -1;
         }
-        bi->pos[i] = b->pos ? b->pos[i] : b->all_pos_0 + i * b->all_pos_1;
-        if (bi->pos[i] < 0) {
-            LM_LOG_ERR("decode: negative position %d at %d\n", bi->pos[i], i);
+        /* in 64 bits: all_pos_0 + i * all_pos_1 may pass INT32_MAX (|i| < 2^24) */
+        int64_t pos = b->pos ? b->pos[i] : (int64_t)b->all_pos_0 + (int64_t)i * b->all_pos_1;
+        if (pos < 0 || pos > LM_POS_MAX) {
+            LM_LOG_ERR("decode: position %lld at %d outside [0, %d]\n", (long long)pos, i, LM_POS_MAX);
             return -1;
         }
+        bi->pos[i] = (int32_t)pos;
         int32_t ns = b->seq_id ? (b->n_seq_id ? b->n_seq_id[i] : 1) : 1;
         if (ns < 1 || ns > LM_MAX_SEQ) {
             LM_LOG_ERR("decode: token %d belongs to %d sequences\n", i, ns);
@@ -184,6 +192,26 @@ static int check_batch(struct lm_context *c, const struct lm_batch *b, struct ba
     return 0;
 }
 
+/* An encoder encodes each batch alone (llama.cpp runs BERT without a
+ * cache): the batch must be one sequence at positions the model has, and
+ * the cache is cleared first, so nothing of an earlier decode is seen. */
+static int encoder_begin(struct lm_context *c, const struct lm_batch *b, const struct batch_info *bi)
+{
+    const struct lm_hparams *hp = &c->model->hp;
+    for (int32_t i = 0; i < b->n_tokens; i++) {
+        if (bi->seq[i] != bi->seq[0]) {
+            LM_LOG_ERR("decode: an embedding model's batch must be one sequence (token %d differs)\n", i);
+            return -1;
+        }
+        if ((uint32_t)bi->pos[i] >= hp->n_ctx_train) {
+            LM_LOG_ERR("decode: position %d at %d outside the model's %u positions\n", bi->pos[i], i, hp->n_ctx_train);
+            return -1;
+        }
+    }
+    lm_kv_clear(&c->kv);
+    return 0;
+}
+
 /* ---- inputs and outputs ---- */
 
 static lm_status set_inputs(struct lm_context *c, struct lm_build *bd, const struct lm_batch *b,
@@ -208,7 +236,7 @@ static lm_status set_inputs(struct lm_context *c, struct lm_build *bd, const str
             uint64_t bit = (uint64_t)1 << bi->seq0[j];
             for (int32_t i = 0; i < bd->n_kv; i++) {
                 const struct lm_kv_cell *cell = &c->kv.cells[i];
-                bool visible = (cell->seq & bit) && cell->pos <= bi->pos[j];
+                bool visible = (cell->seq & bit) && (c->model->hp.non_causal || cell->pos <= bi->pos[j]);
                 float v = -INFINITY;
                 if (visible)
                     v = bd->alibi_mask ? -fabsf((float)(cell->pos - bi->pos[j])) : 0.0f;
@@ -221,12 +249,29 @@ static lm_status set_inputs(struct lm_context *c, struct lm_build *bd, const str
     return st;
 }
 
+/* An encoder's embeddings: every row of out_embd (one when pooled, one per
+ * token without pooling) into c->embd, grown as needed. */
+static lm_status read_encoder_embd(struct lm_context *c, const struct lm_tensor *out)
+{
+    size_t ne = c->model->hp.n_embd, n = ne * (size_t)out->ne[1];
+    if (n > c->embd_cap && n > ne) {
+        float *p = realloc(c->embd, n * sizeof(float));
+        if (!p)
+            return LM_ERR_NOMEM;
+        c->embd = p;
+        c->embd_cap = n;
+    }
+    lm_status st = lm_tensor_get(out, c->embd, 0, n * sizeof(float));
+    c->embd_ready = !st;
+    return st;
+}
+
 static lm_status read_outputs(struct lm_context *c, struct lm_build *bd, const struct lm_batch *b,
                               const struct batch_info *bi)
 {
     const struct lm_hparams *hp = &c->model->hp;
     size_t nv = hp->n_vocab;
-    size_t rows = bi->rows_by_index ? (size_t)b->n_tokens : 1;
+    size_t rows = !bd->out_logits ? 0 : bi->rows_by_index ? (size_t)b->n_tokens : 1; /* 0: an encoder */
     if (rows * nv > c->logits_cap) {
         float *nl = realloc(c->logits, rows * nv * sizeof(float));
         if (!nl)
@@ -235,7 +280,7 @@ static lm_status read_outputs(struct lm_context *c, struct lm_build *bd, const s
         c->logits_cap = rows * nv;
     }
     lm_status st = LM_OK;
-    for (int32_t k = 0; k < bi->n_out && !st; k++) {
+    for (int32_t k = 0; rows && k < bi->n_out && !st; k++) {
         int32_t row = bi->out_ids[k];
         if (!bi->rows_by_index && row != b->n_tokens - 1)
             continue;
@@ -243,7 +288,9 @@ static lm_status read_outputs(struct lm_context *c, struct lm_build *bd, const s
         st = lm_tensor_get(bd->out_logits, dst, (size_t)k * nv * sizeof(float), nv * sizeof(float));
     }
     c->n_logit_rows = (int32_t)rows;
-    c->logits_ready = true;
+    c->logits_ready = rows > 0;
+    if (!st && !bd->out_logits)
+        return read_encoder_embd(c, bd->out_embd);
     if (!st && c->cp.embedding) {
         size_t ne = hp->n_embd;
         st = lm_tensor_get(bd->out_embd, c->embd, (size_t)(bi->n_out - 1) * ne * sizeof(float), ne * sizeof(float));
@@ -277,6 +324,13 @@ lm_status lm_context_apply_k_shift(struct lm_context *c)
 {
     if (!c->kv.has_shift)
         return LM_OK;
+    if (!lm_build_keys_rotated(&c->model->hp)) {
+        /* keys without RoPE: only the positions moved, and the mask reads them */
+        for (uint32_t i = 0; i < c->kv.size; i++)
+            c->kv.cells[i].delta = 0;
+        c->kv.has_shift = false;
+        return LM_OK;
+    }
     struct lm_build bd;
     build_init(c, &bd);
     lm_status st = lm_build_k_shift(&bd);
@@ -342,6 +396,10 @@ int lm_context_decode(struct lm_context *c, const struct lm_batch *b)
     int64_t t0 = lm_time_us();
     int ret = check_batch(c, b, &bi);
     if (ret) {
+        batch_info_free(&bi);
+        return ret;
+    }
+    if (lm_arch_get(c->model->hp.arch)->encoder && (ret = encoder_begin(c, b, &bi)) != 0) {
         batch_info_free(&bi);
         return ret;
     }

@@ -39,7 +39,9 @@ struct lm_context {
     size_t logits_cap;            /* floats allocated */
     int32_t n_logit_rows;         /* rows valid after the last decode */
     bool logits_ready;
-    float *embd;                  /* [n_embd] last token's final hidden state */
+    float *embd;                  /* [n_embd] last token's final hidden state; an encoder's
+                                     pooled embedding, or n_tokens rows without pooling */
+    size_t embd_cap;              /* floats allocated beyond n_embd (0: just n_embd) */
     bool embd_ready;
 
     int64_t t_p_eval_us, t_eval_us;

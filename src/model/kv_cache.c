@@ -114,26 +114,41 @@ uint32_t lm_kv_cell_max(const struct lm_kv_cache *kv)
 
 static uint64_t seq_bit(int32_t seq) { return seq >= 0 && seq < LM_MAX_SEQ ? (uint64_t)1 << seq : 0; }
 
-static void fix_range(int32_t *p0, int32_t *p1)
+bool lm_kv_cell_valid(const struct lm_kv_cell *c)
 {
-    if (*p0 < 0)
-        *p0 = 0;
-    if (*p1 < 0)
-        *p1 = INT32_MAX;
+    if (c->pos < 0)
+        return c->pos == -1 && c->delta == 0 && c->seq == 0;
+    int64_t rotated = (int64_t)c->pos - c->delta; /* the position the key was rotated for */
+    return c->seq != 0 && rotated >= 0 && rotated <= LM_POS_MAX;
+}
+
+/* A position range [p0, p1) in 64 bits: p0 < 0 means 0 and p1 < 0 no upper
+ * bound, so that a cell at LM_POS_MAX is inside an open-ended range. */
+struct pos_range {
+    int64_t p0, p1;
+};
+
+static struct pos_range make_range(int32_t p0, int32_t p1)
+{
+    return (struct pos_range){p0 < 0 ? 0 : p0, p1 < 0 ? INT64_MAX : p1};
+}
+
+/* Whether cell c belongs to a sequence of mask b and its position is in r. */
+static bool cell_in(const struct lm_kv_cell *c, uint64_t b, struct pos_range r)
+{
+    return (c->seq & b) && c->pos >= r.p0 && c->pos < r.p1;
 }
 
 void lm_kv_seq_rm(struct lm_kv_cache *kv, int32_t seq, int32_t p0, int32_t p1)
 {
-    fix_range(&p0, &p1);
+    struct pos_range r = make_range(p0, p1);
+    uint64_t b = seq < 0 ? ~(uint64_t)0 : seq_bit(seq);
     uint32_t new_head = kv->size;
     for (uint32_t i = 0; i < kv->size; i++) {
         struct lm_kv_cell *c = &kv->cells[i];
-        if (c->pos < p0 || c->pos >= p1)
+        if (!cell_in(c, b, r))
             continue;
-        if (seq < 0)
-            c->seq = 0;
-        else
-            c->seq &= ~seq_bit(seq);
+        c->seq &= ~b;
         if (c->seq == 0) {
             free_cell(kv, i);
             if (new_head == kv->size)
@@ -146,14 +161,14 @@ void lm_kv_seq_rm(struct lm_kv_cache *kv, int32_t seq, int32_t p0, int32_t p1)
 
 void lm_kv_seq_cp(struct lm_kv_cache *kv, int32_t src, int32_t dst, int32_t p0, int32_t p1)
 {
-    fix_range(&p0, &p1);
+    struct pos_range r = make_range(p0, p1);
     uint64_t sb = seq_bit(src), db = seq_bit(dst);
     if (!sb || !db)
         return;
     kv->head = 0;
     for (uint32_t i = 0; i < kv->size; i++) {
         struct lm_kv_cell *c = &kv->cells[i];
-        if ((c->seq & sb) && c->pos >= p0 && c->pos < p1)
+        if (cell_in(c, sb, r))
             c->seq |= db;
     }
 }
@@ -176,51 +191,53 @@ void lm_kv_seq_keep(struct lm_kv_cache *kv, int32_t seq)
         kv->head = new_head;
 }
 
-/* Whether cell c belongs to sequence bit b and its position is in [p0, p1). */
-static bool cell_in(const struct lm_kv_cell *c, uint64_t b, int32_t p0, int32_t p1)
+/* Positions and deltas are summed in 64 bits. A kept cell's new position is
+ * in [0, LM_POS_MAX] (checked first) and its rotated position pos - delta does
+ * not change, so by the invariant the new delta fits int32 too. */
+lm_status lm_kv_seq_shift(struct lm_kv_cache *kv, int32_t seq, int32_t p0, int32_t p1, int32_t delta)
 {
-    return (c->seq & b) && c->pos >= p0 && c->pos < p1;
-}
-
-void lm_kv_seq_shift(struct lm_kv_cache *kv, int32_t seq, int32_t p0, int32_t p1, int32_t delta)
-{
-    fix_range(&p0, &p1);
+    struct pos_range r = make_range(p0, p1);
     uint64_t b = seq_bit(seq);
-    uint32_t new_head = kv->size;
     if (!b || delta == 0)
-        return;
+        return LM_OK;
+    for (uint32_t i = 0; delta > 0 && i < kv->size; i++)
+        if (cell_in(&kv->cells[i], b, r) && (int64_t)kv->cells[i].pos + delta > LM_POS_MAX)
+            return LM_ERR_INVALID_ARG;
+    uint32_t new_head = kv->size;
     for (uint32_t i = 0; i < kv->size; i++) {
         struct lm_kv_cell *c = &kv->cells[i];
-        if (!cell_in(c, b, p0, p1))
+        if (!cell_in(c, b, r))
             continue;
         kv->has_shift = true;
-        c->pos += delta;
-        c->delta += delta;
-        if (c->pos < 0) {
-            c->pos = 0; /* still a used cell: free_cell counts it out of `used` */
+        int64_t pos = (int64_t)c->pos + delta;
+        if (pos < 0) {
             free_cell(kv, i);
             if (new_head == kv->size)
                 new_head = i;
+            continue;
         }
+        c->pos = (int32_t)pos;
+        c->delta = (int32_t)((int64_t)c->delta + delta);
     }
     /* if no cell was freed, start the next search at 0 */
     kv->head = new_head != kv->size ? new_head : 0;
+    return LM_OK;
 }
 
 void lm_kv_seq_div(struct lm_kv_cache *kv, int32_t seq, int32_t p0, int32_t p1, int d)
 {
-    fix_range(&p0, &p1);
+    struct pos_range r = make_range(p0, p1);
     uint64_t b = seq_bit(seq);
-    if (!b || d == 1 || d == 0)
+    if (!b || d <= 1)
         return;
     for (uint32_t i = 0; i < kv->size; i++) {
         struct lm_kv_cell *c = &kv->cells[i];
-        if (!cell_in(c, b, p0, p1))
+        if (!cell_in(c, b, r))
             continue;
         kv->has_shift = true;
-        int32_t p_old = c->pos;
-        c->pos /= d;
-        c->delta += c->pos - p_old;
+        int32_t p_new = c->pos / d; /* in [0, pos]: the rotated position stays in range */
+        c->delta = (int32_t)((int64_t)c->delta + p_new - c->pos);
+        c->pos = p_new;
     }
 }
 

@@ -8,7 +8,11 @@
  * both with contiguous rows. Element types from the context (F16 default).
  *
  * Invariants: used == number of cells with pos >= 0; a cell with pos >= 0 has
- * a non-empty seq mask; head is where the next slot search starts.
+ * a non-empty seq mask; head is where the next slot search starts. Positions
+ * lie in [0, LM_POS_MAX]; a used cell's pos - delta (the position its key was
+ * rotated for) does too, so delta lies in [-LM_POS_MAX, LM_POS_MAX] and no
+ * sum of positions and deltas overflows int32. A free cell has pos -1,
+ * delta 0 and seq 0. lm_kv_cell_valid() checks one cell (state restore).
  */
 #ifndef LM_KV_CACHE_H
 #define LM_KV_CACHE_H
@@ -20,6 +24,7 @@
 #include "model/model.h"
 
 #define LM_MAX_SEQ 64
+#define LM_POS_MAX INT32_MAX /* the largest position a token or cell may have */
 
 struct lm_kv_cell {
     int32_t pos;    /* -1: free */
@@ -52,12 +57,21 @@ bool lm_kv_find_slot(struct lm_kv_cache *kv, uint32_t n, const int32_t *pos, con
 /* 1 + the index of the last used cell (0 when empty). */
 uint32_t lm_kv_cell_max(const struct lm_kv_cache *kv);
 
+/* Whether a cell read from outside (a saved state) keeps the invariants above. */
+bool lm_kv_cell_valid(const struct lm_kv_cell *c);
+
 void lm_kv_clear(struct lm_kv_cache *kv);
-/* Positions [p0, p1) (p0 < 0: 0, p1 < 0: infinity); seq < 0: any sequence. */
+/* Positions [p0, p1) (p0 < 0: 0, p1 < 0: no upper bound); seq < 0: any sequence.
+ * Each is one pass over the cells: O(size). */
 void lm_kv_seq_rm(struct lm_kv_cache *kv, int32_t seq, int32_t p0, int32_t p1);
 void lm_kv_seq_cp(struct lm_kv_cache *kv, int32_t src, int32_t dst, int32_t p0, int32_t p1);
 void lm_kv_seq_keep(struct lm_kv_cache *kv, int32_t seq);
-void lm_kv_seq_shift(struct lm_kv_cache *kv, int32_t seq, int32_t p0, int32_t p1, int32_t delta);
+/* Add delta to the positions of seq's cells in [p0, p1); cells whose position
+ * becomes negative are removed. Returns LM_ERR_INVALID_ARG, changing nothing,
+ * when a cell's position would pass LM_POS_MAX (all or nothing); else LM_OK. */
+lm_status lm_kv_seq_shift(struct lm_kv_cache *kv, int32_t seq, int32_t p0, int32_t p1, int32_t delta);
+/* Divide the positions of seq's cells in [p0, p1) by d (rounding toward 0);
+ * d <= 1 does nothing. */
 void lm_kv_seq_div(struct lm_kv_cache *kv, int32_t seq, int32_t p0, int32_t p1, int d);
 /* Tokens counted once per sequence, and used cells. */
 int32_t lm_kv_token_count(const struct lm_kv_cache *kv);

@@ -264,17 +264,26 @@ lm_status lm_build_graph(struct lm_build *b)
     b->graph = lm_graph_new(b->ctx, LM_GRAPH_MAX_NODES);
     if (!b->graph)
         return lm_ctx_status(b->ctx);
-    struct lm_tensor *logits = def->build(b);
-    if (!logits || lm_ctx_status(b->ctx))
+    struct lm_tensor *res = def->build(b);
+    if (!res || !b->out_embd || lm_ctx_status(b->ctx))
         return lm_ctx_status(b->ctx) ? lm_ctx_status(b->ctx) : LM_ERR_SHAPE;
+    struct lm_tensor *logits = def->encoder ? NULL : res; /* an encoder has no LM head */
     b->out_embd->flags |= LM_FLAG_OUTPUT;
-    logits->flags |= LM_FLAG_OUTPUT;
-    lm_set_name(logits, "result_output");
-    lm_set_name(b->out_embd, "result_norm");
+    if (logits) {
+        logits->flags |= LM_FLAG_OUTPUT;
+        lm_set_name(logits, "result_output");
+    }
+    lm_set_name(b->out_embd, logits ? "result_norm" : "result_embd");
     lm_status st = lm_graph_expand(b->graph, b->out_embd);
-    if (!st)
+    if (!st && logits)
         st = lm_graph_expand(b->graph, logits);
     return st;
+}
+
+bool lm_build_keys_rotated(const struct lm_hparams *hp)
+{
+    const struct lm_arch_def *def = lm_arch_get(hp->arch);
+    return def && def->rope_mode >= 0 && !(hp->f_max_alibi_bias > 0.0f);
 }
 
 lm_status lm_build_k_shift(struct lm_build *b)

@@ -56,6 +56,8 @@ struct lora_file {
     int32_t r, alpha;
     struct lora_tensor *t;
     size_t n, cap;
+    uint32_t *index;      /* open addressing by name: 1 + tensor number, 0 empty */
+    size_t index_mask;    /* index size - 1; the size is a power of two >= 2 * cap */
     struct lora_pair *pairs;
     size_t n_pairs;
 };
@@ -84,12 +86,57 @@ static bool read_at(FILE *f, uint64_t offset, void *dst, size_t n)
     return fseeko(f, (off_t)offset, SEEK_SET) == 0 && rd(f, dst, n);
 }
 
+/* ---- the name index: every lookup is O(1) expected, so a table of n
+ * tensors is read and paired in O(n) (a linear scan made it O(n^2)) ---- */
+
+static size_t name_hash(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325u; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3u;
+    return (size_t)(h ^ (h >> 29));
+}
+
+/* The slot holding name, or the empty slot where it would go. */
+static uint32_t *index_slot(const struct lora_file *lf, const char *name)
+{
+    size_t i = name_hash(name) & lf->index_mask;
+    while (lf->index[i] && strcmp(lf->t[lf->index[i] - 1].name, name))
+        i = (i + 1) & lf->index_mask;
+    return &lf->index[i];
+}
+
 static struct lora_tensor *find_tensor(const struct lora_file *lf, const char *name)
 {
+    if (!lf->index)
+        return NULL;
+    uint32_t k = *index_slot(lf, name);
+    return k ? &lf->t[k - 1] : NULL;
+}
+
+/* Room for one more tensor: the array doubles, and the index is rebuilt at
+ * twice the array's capacity (amortised O(1) per tensor). */
+static bool grow_table(struct lora_file *lf)
+{
+    if (lf->n < lf->cap)
+        return true;
+    size_t cap = lf->cap ? 2 * lf->cap : 16;
+    if (cap > UINT32_MAX / 2)
+        return false;
+    struct lora_tensor *nt = realloc(lf->t, cap * sizeof *nt);
+    if (!nt)
+        return false;
+    lf->t = nt;
+    uint32_t *ni = calloc(2 * cap, sizeof *ni);
+    if (!ni)
+        return false;
+    free(lf->index);
+    lf->index = ni;
+    lf->index_mask = 2 * cap - 1;
+    lf->cap = cap;
     for (size_t i = 0; i < lf->n; i++)
-        if (!strcmp(lf->t[i].name, name))
-            return &lf->t[i];
-    return NULL;
+        *index_slot(lf, lf->t[i].name) = (uint32_t)i + 1;
+    return true;
 }
 
 /* One tensor header at file offset pos; appends it to lf->t and moves the
@@ -127,17 +174,13 @@ static lm_status read_tensor(struct lora_file *lf, uint64_t pos, char *err, size
     if (n_elem > lf->size || t.offset > lf->size || (t.size = n_elem * lm_type_size(t.type)) > lf->size - t.offset)
         return fail(err, es, LM_ERR_CORRUPT, "data of tensor '%s' (%d x %d) runs past the end of the file", t.name,
                     ne[0], ne[1]);
-    if (find_tensor(lf, t.name))
+    if (!grow_table(lf))
+        return fail(err, es, LM_ERR_NOMEM, "out of memory");
+    uint32_t *slot = index_slot(lf, t.name);
+    if (*slot)
         return fail(err, es, LM_ERR_CORRUPT, "tensor '%s' appears twice", t.name);
-    if (lf->n == lf->cap) {
-        size_t cap = lf->cap ? 2 * lf->cap : 16;
-        struct lora_tensor *nt = realloc(lf->t, cap * sizeof *nt);
-        if (!nt)
-            return fail(err, es, LM_ERR_NOMEM, "out of memory");
-        lf->t = nt;
-        lf->cap = cap;
-    }
     lf->t[lf->n++] = t;
+    *slot = (uint32_t)lf->n;
     if (fseeko(lf->f, (off_t)(t.offset + t.size), SEEK_SET) != 0)
         return fail(err, es, LM_ERR_IO, "cannot seek in the adapter file");
     return LM_OK;
@@ -402,6 +445,7 @@ lm_status lm_lora_apply(struct lm_model *m, const char *path_lora, float scale, 
     if (lf.f)
         fclose(lf.f);
     free(lf.t);
+    free(lf.index);
     free(lf.pairs);
     return st;
 }

@@ -69,6 +69,15 @@ enum lm_model_size {
     LM_SIZE_180B,
 };
 
+/* How an encoder (lm_arch_def.encoder) turns its tokens' final states into
+ * the embeddings of a decode: %s.pooling_type, llama.cpp's values. */
+enum lm_pooling {
+    LM_POOLING_NONE = 0, /* one row per token of the batch */
+    LM_POOLING_MEAN = 1, /* the mean over the batch's tokens */
+    LM_POOLING_CLS = 2,  /* the first token ([CLS]) */
+    LM_POOLING_LAST = 3, /* the last token */
+};
+
 enum lm_rope_scaling {
     LM_ROPE_SCALING_NONE = 0,
     LM_ROPE_SCALING_LINEAR = 1,
@@ -97,6 +106,9 @@ struct lm_hparams {
     float f_norm_rms_eps;     /* RMSNorm epsilon */
     float f_clamp_kqv;        /* 0: no clamp */
     float f_max_alibi_bias;   /* 0: no ALiBi */
+    bool non_causal;          /* attention sees the whole sequence (%s.attention.causal = false) */
+    enum lm_pooling pooling;  /* encoders: %s.pooling_type */
+    uint32_t n_token_types;   /* bert: tokenizer.ggml.token_type_count */
 
     float rope_freq_base_train;
     float rope_freq_scale_train;
@@ -118,6 +130,8 @@ struct lm_layer {
     struct lm_tensor *attn_norm_2, *attn_norm_2_b; /* [n_embd] (falcon-40B) */
     struct lm_tensor *attn_q_norm, *attn_q_norm_b; /* [head] (persimmon) */
     struct lm_tensor *attn_k_norm, *attn_k_norm_b;
+    struct lm_tensor *attn_out_norm, *attn_out_norm_b;   /* [n_embd] (bert: after the attention residual) */
+    struct lm_tensor *layer_out_norm, *layer_out_norm_b; /* [n_embd] (bert: after the FFN residual) */
 
     struct lm_tensor *wq;   /* [n_embd, n_embd_head_k * n_head] */
     struct lm_tensor *wk;   /* [n_embd, n_embd_k_gqa] */
@@ -147,7 +161,8 @@ struct lm_model {
     char arch_name[32];   /* general.architecture */
 
     struct lm_tensor *tok_embd;      /* [n_embd, n_vocab] */
-    struct lm_tensor *pos_embd;      /* [n_embd, n_ctx_train] (gpt2, starcoder) */
+    struct lm_tensor *pos_embd;      /* [n_embd, n_ctx_train] (gpt2, starcoder, bert) */
+    struct lm_tensor *type_embd;     /* [n_embd, n_token_types] (bert) */
     struct lm_tensor *tok_norm, *tok_norm_b; /* [n_embd] (bloom) */
     struct lm_tensor *output_norm, *output_norm_b; /* [n_embd] */
     struct lm_tensor *output;        /* [n_embd, n_vocab] (may be tok_embd when tied) */
@@ -208,6 +223,10 @@ struct lm_build;
 struct lm_arch_def {
     const char *name;                    /* general.architecture value */
     int rope_mode;                       /* LM_ROPE_NORMAL / LM_ROPE_NEOX, or -1 without RoPE */
+    /* An encoder has no LM head: its builder sets out_embd to the pooled
+     * embeddings and out_logits to NULL, a context for it needs embedding =
+     * true, and each decode encodes its batch alone (context.c). */
+    bool encoder;
     /* Read arch-specific hparams beyond the common ones (NULL: none). */
     lm_status (*hparams)(struct lm_loader *ld, struct lm_hparams *hp);
     /* The model's size class from its hyperparameters (NULL: unknown, and
@@ -215,7 +234,8 @@ struct lm_arch_def {
     enum lm_model_size (*size)(const struct lm_hparams *hp);
     /* Create the weight tensors of m through the loader. */
     lm_status (*tensors)(struct lm_loader *ld, struct lm_model *m);
-    /* Build the forward graph of one batch; returns the logits tensor. */
+    /* Build the forward graph of one batch; returns the logits tensor (an
+     * encoder's: the embeddings tensor). */
     struct lm_tensor *(*build)(struct lm_build *b);
 };
 

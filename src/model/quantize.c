@@ -306,8 +306,10 @@ static bool ends_with(const char *s, const char *suffix)
 lm_status lm_qrecipe_type(struct lm_qrecipe *r, const char *name, int n_dims, int64_t ne0, enum lm_type src_type,
                           enum lm_type *out, bool *quantize, char *msg, size_t msg_size)
 {
+    /* token_types stays as it is: bert adds its row 0 to every token (as later llama.cpp) */
     bool q = ends_with(name, "weight") && n_dims == 2 && !r->only_copy &&
-             (r->quantize_output_tensor || !is(name, LM_TN_OUTPUT)) && !has(name, LM_TN_FFN_GATE_INP, "weight");
+             (r->quantize_output_tensor || !is(name, LM_TN_OUTPUT)) && !has(name, LM_TN_FFN_GATE_INP, "weight") &&
+             !is(name, LM_TN_TOKEN_TYPES);
     enum lm_type t = src_type;
     if (q) {
         t = r->base;

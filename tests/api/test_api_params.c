@@ -322,6 +322,15 @@ static long vm_lck_kb(void)
     return kb;
 }
 
+/* AddressSanitizer: gcc says so with __SANITIZE_ADDRESS__, clang with __has_feature. */
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+
 static void test_mlock(void)
 {
     struct rlimit rl;
@@ -332,7 +341,7 @@ static void test_mlock(void)
         getrlimit(RLIMIT_MEMLOCK, &rl);
     }
     long before = vm_lck_kb();
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(UNDER_ASAN)
     /* AddressSanitizer replaces mlock with a no-op: nothing can be checked */
     printf("note: mlock not checked under AddressSanitizer (its mlock does nothing)\n");
     return;

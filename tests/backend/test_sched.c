@@ -116,7 +116,7 @@ int main(void)
         input[i] = frand() * 4;
     const float *data[4] = {w1, (const float *)w2h, b, w3};
 
-    lm_backend_t cpu, ref;
+    lm_backend_t cpu = NULL, ref = NULL;
     CHECK(lm_cpu_backend_new(2, &cpu) == LM_OK && lm_ref_backend_new(&ref) == LM_OK);
 
     struct weights single, split;

@@ -58,7 +58,7 @@ static void test_roundtrip(enum lm_type type)
     CHECKF(!memcmp(plain, back, bytes), "%s: repack/unpack changed the bytes", lm_type_name(type));
     CHECK(memcmp(plain, packed, bytes) != 0);
     for (size_t i = 0; i < bytes; i++) /* every bit pattern, not only what quantizers write */
-        plain[i] = (char)(frand() * 1000.0f);
+        plain[i] = (char)(int)(frand() * 1000.0f); /* via int: an out-of-range float -> char is UB */
     lm_repack_rows(type, plain, packed, M, K);
     lm_unpack_rows(type, packed, back, M, K);
     CHECKF(!memcmp(plain, back, bytes), "%s: repack/unpack changed random bytes", lm_type_name(type));
@@ -183,7 +183,7 @@ static void craft_weights(enum lm_type type, uint8_t *plain, int64_t M, int64_t 
     for (int64_t b = 0; b < nblocks; b++) {
         uint8_t *blk = plain + (size_t)b * bs;
         for (size_t i = 0; i < bs; i++)
-            blk[i] = max ? 0xFF : (uint8_t)(frand() * 1000.0f);
+            blk[i] = max ? 0xFF : (uint8_t)(int)(frand() * 1000.0f); /* via int: float -> uint8_t < 0 is UB */
         const lm_fp16 d = lm_fp32_to_fp16(1e-3f + 1e-2f * fabsf(frand()));
         const lm_fp16 dm = lm_fp32_to_fp16(1e-3f + 1e-2f * fabsf(frand()));
         if (type == LM_TYPE_Q4_K || type == LM_TYPE_Q5_K) { /* same offsets of d and dmin */
@@ -437,7 +437,9 @@ static void test_float_encoders(void)
     enum { N = 1031 };
     float x[N], want[N], got[N];
     for (int i = 0; i < N; i++) {
-        uint32_t u = (size_t)i < ns ? special[i] : (uint32_t)(frand() * 2147483647.0f) ^ ((uint32_t)i << 20);
+        /* through int64_t: a negative float converted to uint32_t directly is undefined */
+        uint32_t u = (size_t)i < ns ? special[i]
+                                    : (uint32_t)(int64_t)(frand() * 2147483647.0f) ^ ((uint32_t)i << 20);
         memcpy(&x[i], &u, sizeof u);
     }
     const struct lm_cpu_kernels *gen = lm_cpu_kernels_for(LM_ISA_GENERIC);
@@ -477,7 +479,7 @@ static void craft_legacy(enum lm_type type, uint8_t *plain, int64_t M, int64_t K
     for (int64_t b = 0; b < M * K / LM_QK; b++) {
         uint8_t *blk = plain + (size_t)b * bs;
         for (size_t i = 0; i < bs; i++)
-            blk[i] = max ? 0xFF : (uint8_t)(frand() * 1000.0f);
+            blk[i] = max ? 0xFF : (uint8_t)(int)(frand() * 1000.0f); /* via int: float -> uint8_t < 0 is UB */
         const lm_fp16 d = lm_fp32_to_fp16(1e-3f + 1e-2f * fabsf(frand()));
         memcpy(blk, &d, sizeof d); /* d is the first field of both blocks */
     }
