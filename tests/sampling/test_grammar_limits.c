@@ -289,7 +289,7 @@ static void test_sample_budget(void)
 
 /* "\xc0\x80" decodes to code point 0, which ends a piece when sampling; accepting
  * now stops there too, so what the mask allows is accepted */
-static const char *const NUL_VOCAB[] = {"", "a", "\xc0\x80", "a\xc0\x80" "b", "b", NULL};
+static const char *const NUL_VOCAB[] = {"", "a", "\xc0\x80", ("a\xc0\x80" "b"), "b", NULL};
 
 static void test_overlong_nul(void)
 {

@@ -17,20 +17,20 @@
 /* The tables below are kept off clang-format, which would put each part of
  * a split literal like "\xe2\x96\x81" "a" on a line of its own. */
 /* clang-format off */
-static const char *spm_tokens[] = {"<unk>", "<s>", "</s>", "<0x0A>", "\xe2\x96\x81", "a", "b", "\xe2\x96\x81" "a", ""};
+static const char *spm_tokens[] = {"<unk>", "<s>", "</s>", "<0x0A>", "\xe2\x96\x81", "a", "b", ("\xe2\x96\x81" "a"), ""};
 /* clang-format on */
 static const float spm_scores[] = {0, 0, 0, 0, -1, -2, -2, -0.5f, -9};
 static const int32_t spm_types[] = {2, 3, 3, 6, 1, 1, 1, 1, 1};
 #define SPM_N 9
 
 /* clang-format off */
-static const char *bpe_tokens[] = {"a", "b", "ab", "\xc4\xa0", "\xc4\xa0" "ab", "\xc4\x8a", "<|eot|>"};
+static const char *bpe_tokens[] = {"a", "b", "ab", "\xc4\xa0", ("\xc4\xa0" "ab"), "\xc4\x8a", "<|eot|>"};
 /* clang-format on */
 static const char *bpe_merges[] = {"a b", "\xc4\xa0 ab"};
 #define BPE_N 7
 
 /* clang-format off */
-static const char *wpm_tokens[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "\xe2\x96\x81" "a", "b"};
+static const char *wpm_tokens[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", ("\xe2\x96\x81" "a"), "b"};
 /* clang-format on */
 #define WPM_N 6
 
@@ -213,7 +213,7 @@ static void test_defects(void)
     CHECK(v && lm_vocab_eot(v) == 2 && lm_vocab_prefix(v) == 32007);
     lm_vocab_free(v);
     /* clang-format off */
-    static const char *dup[] = {"a", "b", "ab", "\xc4\xa0", "\xc4\xa0" "ab", "\xc4\x8a", "a"};
+    static const char *dup[] = {"a", "b", "ab", "\xc4\xa0", ("\xc4\xa0" "ab"), "\xc4\x8a", "a"};
     /* clang-format on */
     w = base(true);
     lm_gguf_set_str(w, "tokenizer.ggml.pre", "some-future-model");

@@ -298,7 +298,7 @@ static struct lm_vocab *tiny_spm(bool with_bytes, char *err)
     }
     /* kept off clang-format, which would give each part of "\xe2\x96\x81" "a" a line */
     /* clang-format off */
-    static const char *pieces[] = {"\xe2\x96\x81", "a", "b", "c", "ab", "bc", "\xe2\x96\x81" "a", "abc", "x", "y",
+    static const char *pieces[] = {"\xe2\x96\x81", "a", "b", "c", "ab", "bc", ("\xe2\x96\x81" "a"), "abc", "x", "y",
                                    "xy", "yx", "\n"};
     /* clang-format on */
     static const float sc[] = {-1, -5, -5, -5, -2, -1, -3, -0.5f, -5, -5, -1, -1, -5};
