@@ -47,10 +47,10 @@ for b in "${bins[@]}"; do
   speed=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$work/log" | grep -o '[0-9]*$')
   last=$(grep -E '^#[0-9]+' "$work/log" | tail -n 1 | grep -oE 'cov: [0-9]+ ft: [0-9]+')
   if ((rc == 0)); then
-    printf 'fuzz: %-6s ok   %ss, %s execs (%s/s), %s\n' "$name" "$secs" "${execs:-?}" "${speed:-?}" "${last:-?}"
+    printf 'fuzz: %-8s ok   %ss, %s execs (%s/s), %s\n' "$name" "$secs" "${execs:-?}" "${speed:-?}" "${last:-?}"
   else
     failed=1
-    printf 'fuzz: %-6s FAILED (exit %d); log %s\n' "$name" "$rc" "$work/log"
+    printf 'fuzz: %-8s FAILED (exit %d); log %s\n' "$name" "$rc" "$work/log"
     grep -E 'ERROR|runtime error|broken promise|Test unit written|SUMMARY' "$work/log" | head -n 20
     ls "$work/artifacts" 2>/dev/null | sed "s|^|fuzz:   reproducer: $work/artifacts/|"
   fi
