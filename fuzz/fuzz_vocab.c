@@ -70,6 +70,8 @@ static void load_all(void)
         fprintf(stderr, "fuzz_vocab: no vocabulary loads from %s\n", dir);
         abort();
     }
+    if (getenv("LM_FUZZ_VERBOSE"))
+        fprintf(stderr, "fuzz_vocab: %d of %d vocabularies loaded\n", n_vocabs, n);
 }
 
 /* llama_token_to_piece's protocol for one id; returns the length. */

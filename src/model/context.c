@@ -279,6 +279,10 @@ static lm_status read_outputs(struct lm_context *c, struct lm_build *bd, const s
         c->logits = nl;
         c->logits_cap = rows * nv;
     }
+    /* rows of tokens that asked for no logits are zeros, not stale or
+     * uninitialised memory (they are part of a saved state) */
+    if (bi->rows_by_index && (size_t)bi->n_out < rows)
+        memset(c->logits, 0, rows * nv * sizeof(float));
     lm_status st = LM_OK;
     for (int32_t k = 0; rows && k < bi->n_out && !st; k++) {
         int32_t row = bi->out_ids[k];

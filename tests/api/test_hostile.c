@@ -24,7 +24,9 @@
  *      is refused, and llama_get_state_size stays the same after every
  *      restore, so a buffer sized once always fits llama_copy_state_data.
  * Fuzz findings: a session file with trailing bytes is refused without
- * restoring its state (it was restored, then reported as refused). */
+ * restoring its state (it was restored, then reported as refused); logit rows
+ * of tokens that asked for none are zeros (they were stale memory, saved in
+ * states). */
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -408,6 +410,37 @@ static void test_session_trailing_bytes(void)
     llama_free(b);
 }
 
+/* make_corpus (two runs gave different states): rows of tokens without
+ * logits held stale or uninitialised memory, which llama_copy_state_data
+ * then saved. They are zeros. */
+static void test_unrequested_rows(void)
+{
+    struct llama_context *ctx = make_ctx(32, 8, false);
+    if (!ctx)
+        return;
+    struct llama_batch b = llama_batch_init(4, 0, 1);
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < 4; i++) {
+            b.token[i] = 300 + i;
+            b.pos[i] = 4 * pass + i;
+            b.n_seq_id[i] = 1;
+            b.seq_id[i][0] = 0;
+            b.logits[i] = (int8_t)(pass == 0 || i % 2); /* first all rows, then rows 1 and 3 */
+        }
+        b.n_tokens = 4;
+        CHECK(llama_decode(ctx, b) == 0);
+    }
+    const float *l = llama_get_logits(ctx);
+    int n_vocab = llama_n_vocab(M), nonzero = 0;
+    for (int r = 0; r < 4; r += 2)
+        for (int j = 0; j < n_vocab; j++)
+            nonzero += l[(size_t)r * (size_t)n_vocab + (size_t)j] != 0.0f;
+    CHECKF(nonzero == 0, "%d values in rows 0 and 2, which asked for no logits", nonzero);
+    CHECK(logits_finite(ctx) && llama_get_logits_ith(ctx, 1)[0] != 0.0f);
+    llama_batch_free(b);
+    llama_free(ctx);
+}
+
 int main(void)
 {
     M = api_start(STORIES);
@@ -420,6 +453,7 @@ int main(void)
     test_lora_table();
     test_state_size();
     test_session_trailing_bytes();
+    test_unrequested_rows();
     llama_free_model(M);
     return lm_test_summary();
 }
