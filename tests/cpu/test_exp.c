@@ -3,7 +3,12 @@
  * [-104, 0] (step 2^-10 near 0, coarser below) and near the subnormal edge,
  * exp(-inf) = 0, NaN stays NaN, the double sum equals the sum of the written
  * values to 1e-12 relative, tails of every length 0..40 written exactly
- * there (guard values around the output stay untouched), and y == x works. */
+ * there (guard values around the output stay untouched), and y == x works.
+ * And the gelu slot: against GELU in double, the SIMD levels within 4 + 3|a|
+ * ulp, a = 2u the argument of exp (whose float rounding exp magnifies by |a|;
+ * 1e-37 absolute where the value underflows), the generic (tanhf) one the
+ * same where 1 + tanh does not cancel (x > -1) and 1e-6 absolute below;
+ * specials, tails and in place as for exp. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -86,12 +91,89 @@ static void check_level(const struct lm_cpu_kernels *k)
     printf("exp: %s: %d values, worst %lld ulp vs expf\n", name, count, (long long)worst);
 }
 
+/* The formula in double, written x / (1 + exp(-2u)): 1 + tanh(u) would
+ * cancel to 0 in double too for x < -6. */
+static double gelu_ref(double x)
+{
+    return x / (1.0 + exp(-2.0 * 0.79788456080286535588 * x * (1.0 + 0.044715 * x * x)));
+}
+
+/* Ulps between two floats of any sign (0 and -0 are 0 apart). */
+static int64_t ulps_signed(float a, float b)
+{
+    if (a == b)
+        return 0;
+    if ((a < 0) != (b < 0))
+        return ulps(fabsf(a), 0.0f) + ulps(fabsf(b), 0.0f);
+    return ulps(fabsf(a), fabsf(b));
+}
+
+static void check_gelu(const struct lm_cpu_kernels *k)
+{
+    static float x[N], y[N + 2];
+    const char *name = lm_cpu_isa_name(k->isa);
+    const bool simd = k->gelu_isa != LM_ISA_GENERIC;
+    int64_t worst = 0, bad = 0, count = 0;
+    for (float t = -30.0f; t < 30.0f;) {
+        int m = 0;
+        for (; m < N && t < 30.0f; m++, t += 0.000977f)
+            x[m] = t;
+        k->gelu(m, y, x);
+        for (int i = 0; i < m; i++) {
+            const double r = gelu_ref((double)x[i]);
+            const int64_t u = ulps_signed(y[i], (float)r);
+            /* the argument of exp carries ~1.5 ulp of its own size |a| */
+            const double a = 1.5957691216057307 * fabs((double)x[i]) * (1.0 + 0.044715 * (double)x[i] * x[i]);
+            const bool strict = simd ? fabs(r) >= 1e-36 : x[i] > -1.0f;
+            const bool ok = strict ? u <= 4 + (int64_t)(3.0 * a) : fabs((double)y[i] - r) <= (simd ? 1e-37 : 1e-6);
+            if (strict)
+                worst = u > worst ? u : worst;
+            bad += !ok;
+        }
+        count += m;
+    }
+    CHECKF(bad == 0, "%s gelu: %lld of %lld values out of bounds (worst %lld ulp)", name, (long long)bad,
+           (long long)count, (long long)worst);
+    const float sp[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 1e30f, -1e30f, 100.0f, -100.0f, INFINITY, -INFINITY, NAN};
+    const int ns = (int)(sizeof sp / sizeof sp[0]);
+    k->gelu(ns, y, sp);
+    for (int i = 0; i < ns; i++) {
+        if (isnan(sp[i]))
+            CHECKF(isnan(y[i]), "%s gelu(NaN) = %g", name, (double)y[i]);
+        else if (sp[i] >= 100.0f)
+            CHECKF(y[i] == sp[i], "%s gelu(%g) = %g", name, (double)sp[i], (double)y[i]);
+        else if (sp[i] <= -100.0f)
+            CHECKF(y[i] == 0.0f, "%s gelu(%g) = %g", name, (double)sp[i], (double)y[i]);
+        else
+            CHECKF(fabsf(y[i] - 0.5f * sp[i]) <= 1e-37f, "%s gelu(%g) = %g", name, (double)sp[i], (double)y[i]);
+    }
+    for (int n = 0; n <= 40; n++) {
+        for (int i = 0; i < n; i++)
+            x[i] = (float)((i * 37) % 23) * 0.37f - 4.0f;
+        y[0] = 1234.0f;
+        y[n + 1] = 4321.0f;
+        k->gelu(n, y + 1, x);
+        int off = 0;
+        for (int i = 0; i < n; i++)
+            off += fabs((double)y[1 + i] - gelu_ref((double)x[i])) > 1e-6;
+        CHECKF(off == 0 && y[0] == 1234.0f && y[n + 1] == 4321.0f, "%s gelu tail n=%d", name, n);
+        float z[41];
+        memcpy(z, x, sizeof(float) * (size_t)n);
+        k->gelu(n, z, z);
+        CHECKF(!memcmp(z, y + 1, sizeof(float) * (size_t)n), "%s gelu in place n=%d", name, n);
+    }
+    printf("gelu: %s: %lld values, worst %lld ulp vs the formula in double\n", name, (long long)count,
+           (long long)worst);
+}
+
 int main(void)
 {
     for (int isa = 0; isa <= (int)lm_cpu_isa_best(); isa++) {
         const struct lm_cpu_kernels *k = lm_cpu_kernels_for((enum lm_cpu_isa)isa);
-        if (k)
+        if (k) {
             check_level(k);
+            check_gelu(k);
+        }
     }
     return lm_test_summary();
 }

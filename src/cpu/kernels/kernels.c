@@ -29,6 +29,7 @@ static void fill_generic(struct lm_cpu_kernels *k)
     memset(k, 0, sizeof *k);
     k->isa = LM_ISA_GENERIC;
     k->exp_sum = exp_sum_generic;
+    k->gelu = gelu_generic;
     for (int t = 0; t < LM_TYPE_COUNT; t++) {
         const struct lm_quant_traits *q = lm_quant_traits((enum lm_type)t);
         k->type[t].vec_dot_type = LM_TYPE_F32;

@@ -142,10 +142,21 @@ struct lm_cpu_type_kernels {
  * unfused attention stay bit-identical with one table. */
 typedef double (*lm_exp_sum_fn)(int64_t n, float *y, const float *x, float max);
 
+/* GELU, tanh approximation: y[i] = 0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3)))
+ * for i < n (y may be x; NaN stays NaN, gelu(-inf) = -0). Generic: that
+ * formula with libm tanhf. SIMD versions: the same function written
+ * x / (1 + exp(-2u)), u = sqrt(2/pi)(x + 0.044715 x^3), with the vector exp
+ * of exp_sum: within 4 + 3|2u| ulp of the exact value (tests/cpu/test_exp.c;
+ * the float argument's rounding, magnified by exp), and more accurate than
+ * the generic one where 1 + tanh cancels (x < -3). */
+typedef void (*lm_gelu_fn)(int64_t n, float *y, const float *x);
+
 struct lm_cpu_kernels {
     enum lm_cpu_isa isa;                              /* level this table was built for */
     lm_exp_sum_fn exp_sum;
     enum lm_cpu_isa exp_sum_isa;
+    lm_gelu_fn gelu;
+    enum lm_cpu_isa gelu_isa;
     struct lm_cpu_type_kernels type[LM_TYPE_COUNT];
     /* Which ISA filled each slot (for tests and benches). */
     enum lm_cpu_isa vec_dot_isa[LM_TYPE_COUNT];
@@ -213,6 +224,7 @@ void fp32_to_bf16_row_generic(const float *x, void *y, int64_t n);
 void f32_copy_row_generic(const void *x, float *y, int64_t n);
 void f32_from_float_row_generic(const float *x, void *y, int64_t n);
 double exp_sum_generic(int64_t n, float *y, const float *x, float max);
+void gelu_generic(int64_t n, float *y, const float *x);
 
 /* ---- ISA overrides: each fills its slots of k (and the *_isa fields) ---- */
 
@@ -286,11 +298,13 @@ void fp32_to_fp16_row_avx2(const float *x, void *y, int64_t n);
 void bf16_to_fp32_row_avx2(const void *x, float *y, int64_t n);
 void fp32_to_bf16_row_avx2(const float *x, void *y, int64_t n);
 double exp_sum_avx2(int64_t n, float *y, const float *x, float max);
+void gelu_avx2(int64_t n, float *y, const float *x);
 
 /* The AVX-512 kernels (kernels/x86-avx512/; present in builds with
  * LM_HAVE_X86_AVX512; call only when lm_cpu_kernels_for(LM_ISA_AVX512) is
  * non-NULL, and the *_bf16 dot kernels only when lm_cpu_features()->avx512bf16). */
 double exp_sum_avx512(int64_t n, float *y, const float *x, float max);
+void gelu_avx512(int64_t n, float *y, const float *x);
 /* vec_dot of every weight type (x86-avx512/float_avx512.c, legacy_avx512.c,
  * kquant_avx512.c; VNNI integer parts, exact) and vec_dot_rows of the float
  * types (each row bit-identical to that type's AVX-512 vec_dot). */

@@ -3,7 +3,8 @@
  *
  * Formulas are ggml's f32 ones computed in float: silu(x) = x / (1 + e^-x);
  * gelu(x) = 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))) (the tanh
- * approximation, not the F16 lookup table llama.cpp b1892 used). Threads
+ * approximation, not the F16 lookup table llama.cpp b1892 used), on
+ * contiguous rows by the kernel table's gelu slot (vectorized). Threads
  * split rows; the source may have any strides, dst is written through its own.
  */
 #include <math.h>
@@ -16,7 +17,8 @@
 struct unary_args {
     enum lm_op op;
     enum lm_unary_op uop;
-    float f0, f1; /* scale; clamp lo, hi */
+    float f0, f1;    /* scale; clamp lo, hi */
+    lm_gelu_fn gelu; /* the table's, for contiguous rows */
 };
 
 static float silu(float x) { return lm_cpu_silu(x); }
@@ -65,6 +67,8 @@ static void row_contig(const struct unary_args *u, int64_t n, float *d, const fl
     if (u->op == LM_OP_SCALE) {
         for (int64_t i = 0; i < n; i++)
             d[i] = x[i] * u->f0;
+    } else if (u->op == LM_OP_UNARY && u->uop == LM_UNARY_GELU) {
+        u->gelu(n, d, x);
     } else if (u->op == LM_OP_UNARY && u->uop == LM_UNARY_SILU) {
         for (int64_t i = 0; i < n; i++)
             d[i] = silu(x[i]);
@@ -78,7 +82,7 @@ static void row_contig(const struct unary_args *u, int64_t n, float *d, const fl
 void lm_cpu_op_unary(const struct lm_cpu_params *p, struct lm_tensor *dst)
 {
     const struct lm_tensor *a = dst->src[0];
-    struct unary_args u = {dst->op, LM_UNARY_COUNT, 0.0f, 0.0f};
+    struct unary_args u = {dst->op, LM_UNARY_COUNT, 0.0f, 0.0f, p->kern->gelu};
     if (dst->op == LM_OP_SCALE || dst->op == LM_OP_CLAMP) {
         u.f0 = lm_get_op_f32(dst, 0);
         u.f1 = lm_get_op_f32(dst, 1);

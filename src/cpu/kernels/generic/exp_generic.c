@@ -1,5 +1,6 @@
 /* exp_generic.c - softmax's exponentials (kernels.h lm_exp_sum_fn), the
- * reference: libm expf per element and a sequential double sum. */
+ * reference: libm expf per element and a sequential double sum; and GELU
+ * (lm_gelu_fn) by its tanh formula with libm tanhf. */
 #include <math.h>
 
 #include "cpu/kernels/kernels.h"
@@ -13,4 +14,13 @@ double exp_sum_generic(int64_t n, float *y, const float *x, float max)
         sum += (double)y[i];
     }
     return sum;
+}
+
+/* Contract: kernels.h. */
+void gelu_generic(int64_t n, float *y, const float *x)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const float v = x[i];
+        y[i] = v == -INFINITY ? -0.0f : 0.5f * v * (1.0f + tanhf(0.79788456080286535588f * v * (1.0f + 0.044715f * v * v)));
+    }
 }

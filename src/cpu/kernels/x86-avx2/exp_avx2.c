@@ -1,4 +1,5 @@
-/* exp_avx2.c - softmax's exponentials on 8 lanes (kernels.h lm_exp_sum_fn).
+/* exp_avx2.c - softmax's exponentials on 8 lanes (kernels.h lm_exp_sum_fn),
+ * and GELU (lm_gelu_fn) through the same exp.
  *
  * exp(t), t = x - max: n = round(t log2 e), r = t - n ln2 (ln2 split in a
  * 16-bit head and a tail, two FMAs: r exact to ~2^-35), exp(r) by its Taylor
@@ -69,4 +70,33 @@ double exp_sum_avx2(int64_t n, float *y, const float *x, float max)
         }
     }
     return sum;
+}
+
+/* gelu(x) = x / (1 + exp(-2u)), u = sqrt(2/pi) x (1 + 0.044715 x^2): the
+ * tanh form rewritten, no cancellation for negative x. Past exp's range
+ * (-2u > 88.8) the quotient is x / inf = -0, as the limit is. */
+static inline __m256 gelu8(__m256 x)
+{
+    const __m256 x2 = _mm256_mul_ps(x, x);
+    const __m256 u = _mm256_mul_ps(_mm256_mul_ps(x, _mm256_set1_ps(-1.59576912160573071176f)),
+                                   _mm256_fmadd_ps(x2, _mm256_set1_ps(0.044715f), _mm256_set1_ps(1.0f)));
+    const __m256 y = _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), exp8(u)));
+    const __m256 ninf = _mm256_cmp_ps(x, _mm256_set1_ps(-INFINITY), _CMP_EQ_OQ); /* -inf / inf: -0, not NaN */
+    return _mm256_blendv_ps(y, _mm256_set1_ps(-0.0f), ninf);
+}
+
+/* Contract: kernels.h. */
+void gelu_avx2(int64_t n, float *y, const float *x)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, gelu8(_mm256_loadu_ps(x + i)));
+    if (i < n) {
+        float buf[8] = {0};
+        for (int64_t j = i; j < n; j++)
+            buf[j - i] = x[j];
+        _mm256_storeu_ps(buf, gelu8(_mm256_loadu_ps(buf)));
+        for (int64_t j = i; j < n; j++)
+            y[j] = buf[j - i];
+    }
 }

@@ -33,4 +33,6 @@ void lm_cpu_kernels_init_avx2(struct lm_cpu_kernels *k)
     lm_cpu_set_to(k, LM_TYPE_Q8_0, dequantize_row_q8_0_avx2);
     k->exp_sum = exp_sum_avx2;
     k->exp_sum_isa = k->isa;
+    k->gelu = gelu_avx2;
+    k->gelu_isa = k->isa;
 }

@@ -1,4 +1,5 @@
-/* exp_avx512.c - softmax's exponentials on 16 lanes (kernels.h lm_exp_sum_fn).
+/* exp_avx512.c - softmax's exponentials on 16 lanes (kernels.h lm_exp_sum_fn),
+ * and GELU (lm_gelu_fn) through the same exp.
  *
  * The arithmetic of exp_avx2.c (n = round(t log2 e), r = t - n ln2 in two
  * FMAs, Taylor polynomial of degree 7), with vscalefps for the 2^n factor,
@@ -7,6 +8,7 @@
  * The sum runs in 8 double lanes per 16 floats.
  */
 #include <immintrin.h>
+#include <math.h>
 
 #include "cpu/kernels/kernels.h"
 
@@ -55,4 +57,28 @@ double exp_sum_avx512(int64_t n, float *y, const float *x, float max)
         s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(e, 1)));
     }
     return _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+}
+
+/* gelu(x) = x / (1 + exp(-2u)) as in exp_avx2.c; vscalefps gives inf past
+ * the top of exp's range, and x / inf = -0. */
+static inline __m512 gelu16(__m512 x)
+{
+    const __m512 x2 = _mm512_mul_ps(x, x);
+    const __m512 u = _mm512_mul_ps(_mm512_mul_ps(x, _mm512_set1_ps(-1.59576912160573071176f)),
+                                   _mm512_fmadd_ps(x2, _mm512_set1_ps(0.044715f), _mm512_set1_ps(1.0f)));
+    const __m512 y = _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), exp16(u)));
+    const __mmask16 ninf = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-INFINITY), _CMP_EQ_OQ); /* -inf / inf: -0 */
+    return _mm512_mask_blend_ps(ninf, y, _mm512_set1_ps(-0.0f));
+}
+
+/* Contract: kernels.h. */
+void gelu_avx512(int64_t n, float *y, const float *x)
+{
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, gelu16(_mm512_loadu_ps(x + i)));
+    if (i < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(y + i, m, gelu16(_mm512_maskz_loadu_ps(m, x + i)));
+    }
 }

@@ -42,6 +42,8 @@ void lm_cpu_kernels_init_avx512(struct lm_cpu_kernels *k)
     lm_cpu_set_dot(k, LM_TYPE_Q6_K, vec_dot_q6_K_q8_K_avx512);
     k->exp_sum = exp_sum_avx512;
     k->exp_sum_isa = k->isa;
+    k->gelu = gelu_avx512;
+    k->gelu_isa = k->isa;
     /* row decoders (bit-exact; dequantizing matmul paths, GET_ROWS) */
     lm_cpu_set_to(k, LM_TYPE_Q4_0, dequantize_row_q4_0_avx512);
     lm_cpu_set_to(k, LM_TYPE_Q4_1, dequantize_row_q4_1_avx512);
