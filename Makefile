@@ -1,7 +1,9 @@
 # lamina - the two commands: `make run` and `make test`. Both install missing
 # build tools first (scripts/deps.sh). BUILD, SAN_BUILD and CLANG_SAN_BUILD
 # name the build dirs; FUZZ_SECONDS is the time each libFuzzer target runs in
-# `make test` (0 skips the bounded fuzzing).
+# `make test` (0 skips the bounded fuzzing). `make install PREFIX=P` installs
+# the release build as a C library (lib/, include/, pkg-config, bin/lamina);
+# DESTDIR stages it.
 BUILD ?= build
 SAN_BUILD ?= build-san
 CLANG_SAN_BUILD ?= build-san-clang
@@ -10,11 +12,13 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 MODEL ?=
 PROMPT ?= Once upon a time
 N ?= 128
+PREFIX ?= /usr/local
+DESTDIR ?=
 
 SAN_ENV = ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 HAVE_CLANG = command -v clang >/dev/null 2>&1 && command -v clang++ >/dev/null 2>&1
 
-.PHONY: all deps build build-san build-san-clang test test-fast fuzz run clean
+.PHONY: all deps build build-san build-san-clang test test-fast fuzz run install clean
 
 all: build
 
@@ -58,6 +62,9 @@ fuzz: build-san-clang
 
 run: build
 	@bash scripts/run.sh "$(BUILD)" "$(MODEL)" "$(PROMPT)" "$(N)"
+
+install: build
+	@DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
 
 clean:
 	rm -rf $(BUILD) $(SAN_BUILD) $(CLANG_SAN_BUILD)

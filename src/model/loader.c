@@ -47,6 +47,8 @@ struct lm_loader {
     int n_decl, cap_decl;
     lm_status status;
     char err[256];
+    /* load progress: bytes of file tensors placed so far, of all of them */
+    uint64_t bytes_done, bytes_total;
 };
 
 lm_status lm_ld_fail(struct lm_loader *ld, lm_status st, const char *fmt, ...)
@@ -414,6 +416,16 @@ static bool report(struct lm_loader *ld, float p)
     return !ld->params->progress || ld->params->progress(p, ld->params->progress_user);
 }
 
+/* Count `bytes` of tensor data as placed and report the fraction done (below
+ * 1: load_weights reports 1.0 once, at the very end). False: abort. */
+static bool advance(struct lm_loader *ld, uint64_t bytes)
+{
+    ld->bytes_done += bytes;
+    if (ld->bytes_total == 0 || ld->bytes_done >= ld->bytes_total)
+        return true;
+    return report(ld, (float)((double)ld->bytes_done / (double)ld->bytes_total));
+}
+
 static lm_status open_mapping(struct lm_loader *ld)
 {
     struct lm_model *m = ld->m;
@@ -436,14 +448,19 @@ static lm_status place_mapped(struct lm_loader *ld)
     lm_buffer_set_usage(buf, LM_BUFFER_USAGE_WEIGHTS);
     m->bufs[m->n_bufs++] = buf;
     int64_t n = lm_gguf_n_tensors(ld->g);
+    uint64_t mapped = 0;
     for (int64_t i = 0; i < n && !st; i++) {
         struct lm_tensor *t = ld->file_tensor[i];
         const struct lm_gguf_tensor_info *ti = lm_gguf_tensor_info(ld->g, i);
-        if (t && !t->data && !strcmp(t->name, ti->name))
+        if (t && !t->data && !strcmp(t->name, ti->name)) {
             st = lm_buffer_place_tensor(buf, t, ti->offset);
+            mapped += ti->size;
+        }
     }
     if (st)
         return lm_ld_fail(ld, st, "cannot place tensors in the mapping");
+    if (!advance(ld, mapped))
+        return lm_ld_fail(ld, LM_ERR_ABORTED, "loading aborted by the progress callback");
     if (ld->params->use_mlock && lm_mapping_lock(m->mapping) == LM_OK)
         m->mlocked = true;
     return LM_OK;
@@ -506,8 +523,12 @@ static lm_status place_repacked(struct lm_loader *ld, FILE *f)
         }
         if (!st)
             st = lm_tensor_set(t, src, 0, ti->size);
+        if (!st && !advance(ld, ti->size))
+            st = LM_ERR_ABORTED;
     }
     free(tmp);
+    if (st == LM_ERR_ABORTED)
+        return lm_ld_fail(ld, st, "loading aborted by the progress callback");
     if (st)
         return lm_ld_fail(ld, st, "cannot repack the weights");
     if (ld->params->use_mlock && lm_mem_lock(lm_buffer_base(buf), lm_buffer_size(buf)) == LM_OK)
@@ -532,22 +553,23 @@ static lm_status place_owned(struct lm_loader *ld)
     if (!m->mapping && !f)
         return lm_ld_fail(ld, LM_ERR_IO, "cannot open %s", ld->path);
     int64_t n = lm_gguf_n_tensors(ld->g);
-    uint64_t done = 0, total = lm_gguf_file_size(ld->g);
     for (int64_t i = 0; i < n && !st; i++) {
         struct lm_tensor *t = ld->file_tensor[i];
         const struct lm_gguf_tensor_info *ti = lm_gguf_tensor_info(ld->g, i);
         if (t->buffer != buf || strcmp(t->name, ti->name))
             continue; /* mapped, or an expert slice (below) */
         st = fetch(ld, f, i, t->data);
-        done += ti->size;
-        if (!st && !report(ld, total ? (float)done / (float)total : 1.0f))
+        if (!st && !advance(ld, ti->size))
             st = LM_ERR_ABORTED;
     }
     for (int k = 0; k < ld->n_gathers && !st; k++) {
         const struct gather *gt = &ld->gathers[k];
         size_t slice = lm_nbytes(gt->t) / (size_t)gt->n;
-        for (int x = 0; x < gt->n && !st; x++)
+        for (int x = 0; x < gt->n && !st; x++) {
             st = fetch(ld, f, gt->src[x], (uint8_t *)gt->t->data + (size_t)x * slice);
+            if (!st && !advance(ld, lm_gguf_tensor_info(ld->g, gt->src[x])->size))
+                st = LM_ERR_ABORTED;
+        }
     }
     if (f)
         fclose(f);
@@ -602,6 +624,8 @@ static lm_status load_weights(struct lm_loader *ld, const struct lm_arch_def *de
     }
     if (m->hp.ftype_guessed)
         m->hp.ftype = guess_ftype(type_count);
+    for (int64_t i = 0; i < n; i++)
+        ld->bytes_total += lm_gguf_tensor_info(ld->g, i)->size;
     if (ld->params->use_mmap && (st = open_mapping(ld)))
         return st;
     if (ld->params->repack) {

@@ -6,8 +6,14 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+
+#include "common/sampler.h"
+#include "llama.h"
 
 int cmd_run(int argc, char **argv);
+int cmd_chat(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
@@ -24,5 +30,25 @@ bool cli_float(const char *opt, const char *s, float *out);
 void cli_unescape(char *s);
 /* Read a whole text file (NUL-terminated, caller frees); NULL with a message. */
 char *cli_read_file(const char *path, size_t *len);
+
+/* The model and context flags of run, chat and serve. */
+struct cli_model_opts {
+    const char *model;
+    long long n_ctx, n_batch, n_threads, n_threads_batch, seed;
+    enum ggml_type type_k, type_v;
+    bool no_mmap, mlock, verbose;
+};
+struct cli_model_opts cli_model_defaults(void);
+/* Option groups: if argv[*i] is one of the group's flags, take it (and its
+ * value, advancing *i) and return 1; return 0 when it is not, -1 (with a
+ * message) when its value is missing or malformed. */
+int cli_model_flag(int argc, char **argv, int *i, struct cli_model_opts *o);
+int cli_sampling_flag(int argc, char **argv, int *i, struct lm_sampler_params *o);
+/* The groups' lines of a --help text. */
+void cli_model_usage(FILE *f);
+void cli_sampling_usage(FILE *f);
+/* Load o->model and make its context (quiet log unless o->verbose); 0 on
+ * success, 1 with a message. The caller frees both (llama_free, llama_free_model). */
+int cli_model_load(const struct cli_model_opts *o, struct llama_model **model, struct llama_context **ctx);
 
 #endif

@@ -12,6 +12,8 @@ struct command {
 
 static const struct command commands[] = {
     {"run", cmd_run, "generate text from a prompt"},
+    {"chat", cmd_chat, "chat with a model on the terminal"},
+    {"serve", cmd_serve, "serve a model over HTTP (OpenAI's API and llama.cpp's routes)"},
     {"tokenize", cmd_tokenize, "print the tokens of a text"},
     {"inspect", cmd_inspect, "print a GGUF file's metadata and tensor table"},
     {"bench", cmd_bench, "measure prompt processing and generation speed"},

@@ -1,7 +1,9 @@
 /* quantize.c - `lamina quantize IN.gguf OUT.gguf TYPE`: llama.cpp's quantize
  * tool over llama.h's llama_model_quantize (b1892's recipes; see
  * docs/formats.md, "Quantizing a model"). TYPE is a name (Q4_K_M, Q8_0, F16,
- * COPY, ...) or the ftype number. Progress goes to stderr.
+ * COPY, ...) or the ftype number. On a terminal a progress line (the tensor
+ * being quantized) is redrawn on stderr; in pipes and logs only the summary,
+ * warnings and errors are written.
  */
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +12,32 @@
 #include "cli.h"
 #include "llama.h"
 #include "model/quantize.h"
+#include "progress.h"
+
+/* The library's log while quantizing: the per-tensor lines ("[  12/ 201]
+ * name - ...") become the progress line on a terminal and are dropped
+ * elsewhere; other info lines, warnings and errors are written as they are.
+ * user: a bool, true while a progress line is drawn. */
+static void quantize_log(enum ggml_log_level level, const char *text, void *user)
+{
+    bool *drawn = user;
+    if (level > GGML_LOG_LEVEL_INFO)
+        return;
+    if (level == GGML_LOG_LEVEL_INFO && text[0] == '[') {
+        if (cli_progress_enabled()) {
+            char line[96];
+            size_t n = strcspn(text, "-\n");
+            snprintf(line, sizeof line, "quantizing %.*s", (int)(n < 80 ? n : 80), text);
+            cli_progress_text(line);
+            *drawn = true;
+        }
+        return;
+    }
+    if (*drawn)
+        cli_progress_clear();
+    *drawn = false;
+    fputs(text, stderr);
+}
 
 static void quantize_usage(FILE *f)
 {
@@ -79,9 +107,14 @@ int cmd_quantize(int argc, char **argv)
         return 2;
     }
     p.ftype = (enum llama_ftype)ftype;
+    bool drawn = false;
+    llama_log_set(quantize_log, &drawn);
     llama_backend_init(false);
     uint32_t rc = llama_model_quantize(pos[0], pos[1], &p);
     llama_backend_free();
+    llama_log_set(NULL, NULL);
+    if (drawn)
+        cli_progress_clear();
     if (rc != 0) {
         fprintf(stderr, "error: quantizing %s failed\n", pos[0]);
         return 1;

@@ -1,0 +1,165 @@
+/* opts.c - the option groups `lamina run`, `chat` and `serve` share: the
+ * model and context flags, and the sampling flags (llama.cpp's names), with
+ * one help text each and one place that loads a model and its context. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "progress.h"
+
+static long long n_cores(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? n : 1;
+}
+
+struct cli_model_opts cli_model_defaults(void)
+{
+    return (struct cli_model_opts){.n_ctx = 512, .n_batch = 512, .n_threads = n_cores(), .n_threads_batch = -1,
+                                   .seed = -1, .type_k = GGML_TYPE_F16, .type_v = GGML_TYPE_F16};
+}
+
+static bool parse_type(const char *s, enum ggml_type *out)
+{
+    static const struct { const char *name; enum ggml_type t; } types[] = {
+        {"f32", GGML_TYPE_F32}, {"f16", GGML_TYPE_F16}, {"bf16", GGML_TYPE_BF16}, {"q8_0", GGML_TYPE_Q8_0},
+        {"q4_0", GGML_TYPE_Q4_0}, {"q4_1", GGML_TYPE_Q4_1}, {"q5_0", GGML_TYPE_Q5_0}, {"q5_1", GGML_TYPE_Q5_1},
+    };
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (!strcmp(s, types[i].name)) {
+            *out = types[i].t;
+            return true;
+        }
+    fprintf(stderr, "error: unknown cache type '%s'\n", s);
+    return false;
+}
+
+#define IS(name) (!strcmp(a, name))
+#define VAL() do { if (!(v = cli_value(argc, argv, i))) return -1; } while (0)
+#define INT(field, lo, hi) do { VAL(); if (!cli_int(a, v, lo, hi, &ll)) return -1; o->field = ll; } while (0)
+#define FLT(field) do { VAL(); if (!cli_float(a, v, &o->field)) return -1; } while (0)
+
+int cli_model_flag(int argc, char **argv, int *i, struct cli_model_opts *o)
+{
+    const char *a = argv[*i], *v = NULL;
+    long long ll;
+    if (IS("-m") || IS("--model")) { VAL(); o->model = v; }
+    else if (IS("-t") || IS("--threads")) INT(n_threads, 1, 1024);
+    else if (IS("-tb") || IS("--threads-batch")) INT(n_threads_batch, 1, 1024);
+    else if (IS("-c") || IS("--ctx-size")) INT(n_ctx, 0, 1 << 24);
+    else if (IS("-b") || IS("--batch-size")) INT(n_batch, 1, 1 << 24);
+    else if (IS("-s") || IS("--seed")) INT(seed, -1, 0xFFFFFFFFLL);
+    else if (IS("-ctk") || IS("--cache-type-k")) { VAL(); if (!parse_type(v, &o->type_k)) return -1; }
+    else if (IS("-ctv") || IS("--cache-type-v")) { VAL(); if (!parse_type(v, &o->type_v)) return -1; }
+    else if (IS("--no-mmap")) o->no_mmap = true;
+    else if (IS("--mlock")) o->mlock = true;
+    else if (IS("--verbose")) o->verbose = true;
+    else return 0;
+    return 1;
+}
+
+int cli_sampling_flag(int argc, char **argv, int *i, struct lm_sampler_params *o)
+{
+    const char *a = argv[*i], *v = NULL;
+    long long ll;
+    if (IS("--temp")) FLT(temp);
+    else if (IS("--top-k")) INT(top_k, 0, 1 << 30);
+    else if (IS("--top-p")) FLT(top_p);
+    else if (IS("--min-p")) FLT(min_p);
+    else if (IS("--tfs")) FLT(tfs_z);
+    else if (IS("--typical")) FLT(typical_p);
+    else if (IS("--repeat-penalty")) FLT(penalty_repeat);
+    else if (IS("--repeat-last-n")) INT(penalty_last_n, -1, 1 << 24);
+    else if (IS("--frequency-penalty")) FLT(penalty_freq);
+    else if (IS("--presence-penalty")) FLT(penalty_present);
+    else if (IS("--mirostat")) INT(mirostat, 0, 2);
+    else if (IS("--mirostat-lr")) FLT(mirostat_eta);
+    else if (IS("--mirostat-ent")) FLT(mirostat_tau);
+    else return 0;
+    return 1;
+}
+
+#undef IS
+#undef VAL
+#undef INT
+#undef FLT
+
+void cli_model_usage(FILE *f)
+{
+    fputs("  -m, --model FILE          GGUF model (required)\n"
+          "  -t, --threads N           threads for generation (default: all cores)\n"
+          "  -tb, --threads-batch N    threads for prompt processing (default: = -t)\n"
+          "  -c, --ctx-size N          context size (default 512, 0: the model's)\n"
+          "  -b, --batch-size N        prompt tokens per decode call (default 512)\n"
+          "  -s, --seed N              RNG seed (default -1: random)\n"
+          "  -ctk, --cache-type-k T    KV cache type for K (f16, f32, bf16, q8_0; default f16)\n"
+          "  -ctv, --cache-type-v T    KV cache type for V (default f16)\n"
+          "  --no-mmap                 read the weights into memory instead of mapping the file\n"
+          "  --mlock                   keep the weights locked in RAM\n"
+          "  --verbose                 print the library's log\n",
+          f);
+}
+
+void cli_sampling_usage(FILE *f)
+{
+    fputs("  --temp T                  temperature (default 0.8; <= 0: greedy)\n"
+          "  --top-k N                 top-k sampling (default 40, 0: off)\n"
+          "  --top-p P                 top-p sampling (default 0.95, 1.0: off)\n"
+          "  --min-p P                 min-p sampling (default 0.05, 0.0: off)\n"
+          "  --tfs Z                   tail-free sampling (default 1.0: off)\n"
+          "  --typical P               locally typical sampling (default 1.0: off)\n"
+          "  --repeat-penalty X        penalty for repeated tokens (default 1.1, 1.0: off)\n"
+          "  --repeat-last-n N         tokens considered for penalties (default 64, -1: ctx size)\n"
+          "  --frequency-penalty X     (default 0.0: off)\n"
+          "  --presence-penalty X      (default 0.0: off)\n"
+          "  --mirostat N              Mirostat sampling 1 or 2 (default 0: off)\n"
+          "  --mirostat-lr ETA         Mirostat learning rate (default 0.1)\n"
+          "  --mirostat-ent TAU        Mirostat target entropy (default 5.0)\n",
+          f);
+}
+
+static void quiet_log(enum ggml_log_level level, const char *text, void *user)
+{
+    (void)user;
+    if (level <= GGML_LOG_LEVEL_WARN)
+        fputs(text, stderr);
+}
+
+int cli_model_load(const struct cli_model_opts *o, struct llama_model **model, struct llama_context **ctx)
+{
+    if (!o->verbose)
+        llama_log_set(quiet_log, NULL);
+    struct llama_model_params mp = llama_model_default_params();
+    mp.use_mmap = !o->no_mmap;
+    mp.use_mlock = o->mlock;
+    struct cli_progress progress = {.what = "loading model", .last_pct = -1};
+    if (!o->verbose && cli_progress_enabled()) { /* on a terminal only: quiet in pipes and logs */
+        mp.progress_callback = cli_progress_load;
+        mp.progress_callback_user_data = &progress;
+    }
+    *model = llama_load_model_from_file(o->model, mp);
+    if (progress.last_pct >= 0 && progress.last_pct < 100)
+        cli_progress_clear(); /* the load failed part-way */
+    if (!*model) {
+        fprintf(stderr, "error: cannot load model %s\n", o->model);
+        return 1;
+    }
+    struct llama_context_params cp = llama_context_default_params();
+    cp.seed = (uint32_t)o->seed;
+    cp.n_ctx = (uint32_t)o->n_ctx;
+    cp.n_batch = (uint32_t)o->n_batch;
+    cp.n_threads = (uint32_t)o->n_threads;
+    cp.n_threads_batch = (uint32_t)(o->n_threads_batch < 0 ? o->n_threads : o->n_threads_batch);
+    cp.type_k = o->type_k;
+    cp.type_v = o->type_v;
+    *ctx = llama_new_context_with_model(*model, cp);
+    if (!*ctx) {
+        fprintf(stderr, "error: cannot create a context\n");
+        llama_free_model(*model);
+        *model = NULL;
+        return 1;
+    }
+    return 0;
+}
