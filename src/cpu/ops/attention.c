@@ -12,13 +12,19 @@
  *     channel is vec_dot(V row c, p) (or vec_dot_rows over the channels).
  * Cells whose mask is -inf are skipped: phase 1 finds, per query, the range
  * [lo, hi) from the first to the last visible cell (causal masks end early,
- * padding cells vanish), and hidden cells inside it are skipped one by one.
- * The P·V dots run over [lo, hi) widened to multiples of ATTN_BLOCK cells
- * from the row start (p = 0 in the widened part): a kernel that walks a row in
- * blocks of up to ATTN_BLOCK elements from its start then adds exactly the
- * same products in the same lanes as the unfused full-row dot (whose extra
- * terms are exact zeros), so with the same kernel table fused and unfused
- * attention agree bit for bit (tests/ops checks it within a tight bound).
+ * padding cells vanish), and hidden cells inside it are dropped.
+ *
+ * Batch invariance: a sequence's result must not depend on what else shares
+ * the cache (a server's parallel slots interleave their cells; greedy
+ * decoding of N requests together must equal each alone). So everything
+ * after the scores runs over the query's visible cells only, compacted in
+ * cell order: the softmax's exp_sum over them, and the P·V dots over them
+ * from the first one. When [lo, hi) has no hidden cell the V rows are read
+ * in place; otherwise the visible columns of V are gathered (channel chunks
+ * of GATHER_CH rows) into scratch first - the same n products in the same
+ * lanes either way, so the bits agree (tests/server/test_batch_invariance.c).
+ * Against the unfused graph (full rows from cell 0, exact zeros elsewhere)
+ * the sums group differently: they agree to rounding (tests/ops).
  *
  * Threads: phase 1 splits the queries' mask scans; after one barrier, phase 2
  * orders the (query, head) items kv head outermost, then query, then the
@@ -26,14 +32,15 @@
  * gives each thread a contiguous run of items of equal total cost (visible
  * cells), so causal prompts do not leave one thread with the long rows.
  * Per-thread scratch: the gathered q row, its rounded copy, a score row of
- * n_kv floats and its rounded copy; the shared part holds the ranges.
+ * n_kv floats and its rounded copy, the visible cells' indices and the
+ * gathered V chunk; the shared part holds the ranges.
  */
 #include <math.h>
 #include <string.h>
 
 #include "cpu/ops/ops.h"
 
-#define ATTN_BLOCK 32 /* elements a vec_dot walks per step (avx2 32, generic 8); a wider one agrees to rounding */
+#define GATHER_CH 8 /* V channels gathered per step when the visible cells have holes */
 
 /* What one ATTN node needs, from its sources and the kernel table. */
 struct attn_ctx {
@@ -47,7 +54,8 @@ struct attn_ctx {
     lm_exp_sum_fn exp_sum;
     size_t ranges_off;                /* shared: int32 lo, hi per query */
     size_t thread_off;                /* per-thread slices start here; each holds: */
-    size_t qc_off, s_off, pc_off, per_thread; /* [gathered q][rounded q][scores][rounded p] */
+    size_t qc_off, s_off, pc_off, idx_off, vg_off, per_thread; /* [gathered q][rounded q][scores][rounded p]
+                                                                  [visible cells][gathered V] */
 };
 
 static void attn_init(struct attn_ctx *c, const struct lm_tensor *dst, const struct lm_cpu_kernels *kern)
@@ -81,10 +89,15 @@ static void attn_init(struct attn_ctx *c, const struct lm_tensor *dst, const str
     c->qc_off = lm_cpu_pad((size_t)c->d * sizeof(float));
     c->s_off = c->qc_off + lm_cpu_pad(lm_row_size(c->kt, c->d));
     c->pc_off = c->s_off + lm_cpu_pad((size_t)c->n_kv * sizeof(float));
-    c->per_thread = c->pc_off + lm_cpu_pad(lm_row_size(c->vt, c->n_kv));
+    c->idx_off = c->pc_off + lm_cpu_pad(lm_row_size(c->vt, c->n_kv));
+    c->vg_off = c->idx_off + lm_cpu_pad((size_t)c->n_kv * sizeof(int32_t));
+    /* V is F32, F16 or BF16 (a transposed cache cannot hold blocks): one element per cell */
+    const size_t ves = lm_type_traits(c->v->type)->blck_size == 1 ? lm_type_traits(c->v->type)->type_size : 0;
+    c->per_thread = c->vg_off + lm_cpu_pad((size_t)GATHER_CH * (size_t)c->n_kv * ves);
 }
 
-/* Scratch: the ranges, then per thread q, rounded q, scores, rounded p. */
+/* Scratch: the ranges, then per thread q, rounded q, scores, rounded p,
+ * visible cells, gathered V. */
 size_t lm_cpu_work_attn(const struct lm_tensor *dst, int nth, const struct lm_cpu_kernels *kern)
 {
     struct attn_ctx c;
@@ -132,10 +145,11 @@ static const void *attn_q(const struct attn_ctx *c, char *scratch, int64_t i, in
     return scratch + c->qc_off;
 }
 
-/* Scores of the visible cells in [lo, hi) into s, softmax in place (hidden
- * cells get 0). */
-static void attn_softmax(const struct attn_ctx *c, const void *qc, float *s, int64_t i, int64_t h, int64_t lo,
-                         int64_t hi)
+/* Softmax of the visible cells of [lo, hi): their probabilities compacted in
+ * cell order into s[lo], s[lo + 1], ..., their cell indices into idx.
+ * Returns how many there are. */
+static int64_t attn_softmax(const struct attn_ctx *c, const void *qc, float *s, int32_t *idx, int64_t i, int64_t h,
+                            int64_t lo, int64_t hi)
 {
     const int64_t g = h / c->ratio;
     const float slope = lm_cpu_alibi_slope(c->max_bias, c->n_head, h);
@@ -145,12 +159,11 @@ static void attn_softmax(const struct attn_ctx *c, const void *qc, float *s, int
     if (c->kdot_rows)
         c->kdot_rows(c->d, hi - lo, s + lo, krow + lo * (int64_t)c->k->nb[1], c->k->nb[1], qc);
     float max = -INFINITY;
+    int64_t n = 0;
     for (int64_t j = lo; j < hi; j++) {
         const float m = c->mask ? mask_at(c, j, i) : 0.0f;
-        if (m == -INFINITY) {
-            s[j] = -INFINITY;
+        if (m == -INFINITY)
             continue;
-        }
         float dot;
         if (c->kdot_rows)
             dot = s[j];
@@ -159,13 +172,62 @@ static void attn_softmax(const struct attn_ctx *c, const void *qc, float *s, int
         float w = dot * c->scale;
         if (c->mask)
             w += slope * m;
-        s[j] = w;
+        s[lo + n] = w; /* lo + n <= j: compaction in place */
+        idx[n++] = (int32_t)j;
         max = w > max ? w : max;
     }
-    const double sum = c->exp_sum(hi - lo, s + lo, s + lo, max); /* hidden cells: exp(-inf) = 0 */
+    const double sum = c->exp_sum(n, s + lo, s + lo, max);
     const float inv = (float)(1.0 / sum);
-    for (int64_t j = lo; j < hi; j++)
+    for (int64_t j = lo; j < lo + n; j++)
         s[j] *= inv;
+    return n;
+}
+
+/* The visible columns idx[0..n) of V rows e0..e0+ne of kv head g, gathered
+ * into out (row r at out + r * n elements). */
+static void gather_v(const struct attn_ctx *c, char *out, const int32_t *idx, int64_t n, int64_t g, int64_t e0,
+                     int64_t ne)
+{
+    const size_t es = lm_type_traits(c->v->type)->type_size;
+    for (int64_t r = 0; r < ne; r++) {
+        const char *row = (const char *)c->v->data + (e0 + r) * (int64_t)c->v->nb[1] + g * (int64_t)c->v->nb[2];
+        char *o = out + (size_t)(r * n) * es;
+        if (es == 2)
+            for (int64_t k = 0; k < n; k++)
+                memcpy(o + 2 * k, row + (int64_t)idx[k] * (int64_t)c->v->nb[0], 2);
+        else
+            for (int64_t k = 0; k < n; k++)
+                memcpy(o + 4 * k, row + (int64_t)idx[k] * (int64_t)c->v->nb[0], 4);
+    }
+}
+
+/* out[e] = dot(V row e restricted to the visible cells, p) for e < d_v. */
+static void attn_pv(const struct attn_ctx *c, char *scratch, char *out, size_t out_stride, const void *pc,
+                    const int32_t *idx, int64_t n, int64_t g, bool holes)
+{
+    if (!holes) { /* visible cells contiguous from idx[0]: V read in place */
+        const char *vbase = (const char *)c->v->data + (int64_t)idx[0] * (int64_t)c->v->nb[0] +
+                            g * (int64_t)c->v->nb[2];
+        if (c->vdot_rows && out_stride == sizeof(float)) {
+            c->vdot_rows(n, c->d_v, (float *)out, vbase, c->v->nb[1], pc);
+            return;
+        }
+        for (int64_t e = 0; e < c->d_v; e++)
+            c->vdot(n, (float *)(out + e * (int64_t)out_stride), vbase + e * (int64_t)c->v->nb[1], pc);
+        return;
+    }
+    char *vg = scratch + c->vg_off;
+    const size_t row = (size_t)n * lm_type_traits(c->v->type)->type_size;
+    for (int64_t e0 = 0; e0 < c->d_v; e0 += GATHER_CH) {
+        const int64_t ne = c->d_v - e0 < GATHER_CH ? c->d_v - e0 : GATHER_CH;
+        gather_v(c, vg, idx, n, g, e0, ne);
+        if (c->vdot_rows && out_stride == sizeof(float)) {
+            c->vdot_rows(n, ne, (float *)out + e0, vg, row, pc);
+            continue;
+        }
+        for (int64_t r = 0; r < ne; r++)
+            c->vdot(n, (float *)(out + (e0 + r) * (int64_t)out_stride), vg + (size_t)r * row, pc);
+    }
 }
 
 /* out[:, h, i] for one item. */
@@ -180,28 +242,14 @@ static void attn_item(const struct attn_ctx *c, char *scratch, struct lm_tensor 
         return;
     }
     float *s = (float *)(scratch + c->s_off);
-    attn_softmax(c, attn_q(c, scratch, i, h), s, i, h, lo, hi);
-    /* widen to whole blocks from the row start (see the file comment) */
-    const int64_t a0 = lo / ATTN_BLOCK * ATTN_BLOCK;
-    int64_t a1 = (hi + ATTN_BLOCK - 1) / ATTN_BLOCK * ATTN_BLOCK;
-    a1 = a1 < c->n_kv ? a1 : c->n_kv;
-    for (int64_t j = a0; j < lo; j++)
-        s[j] = 0.0f;
-    for (int64_t j = hi; j < a1; j++)
-        s[j] = 0.0f;
-    const char *pc = (const char *)(s + a0);
+    int32_t *idx = (int32_t *)(scratch + c->idx_off);
+    const int64_t n = attn_softmax(c, attn_q(c, scratch, i, h), s, idx, i, h, lo, hi);
+    const char *pc = (const char *)(s + lo);
     if (c->vt != LM_TYPE_F32) {
-        c->venc(s + a0, scratch + c->pc_off, a1 - a0);
+        c->venc(s + lo, scratch + c->pc_off, n);
         pc = scratch + c->pc_off;
     }
-    const int64_t g = h / c->ratio;
-    const char *vbase = (const char *)c->v->data + a0 * (int64_t)c->v->nb[0] + g * (int64_t)c->v->nb[2];
-    if (c->vdot_rows && dst->nb[0] == sizeof(float)) {
-        c->vdot_rows(a1 - a0, c->d_v, (float *)out, vbase, c->v->nb[1], pc);
-        return;
-    }
-    for (int64_t e = 0; e < c->d_v; e++)
-        c->vdot(a1 - a0, (float *)(out + e * (int64_t)dst->nb[0]), vbase + e * (int64_t)c->v->nb[1], pc);
+    attn_pv(c, scratch, out, dst->nb[0], pc, idx, n, h / c->ratio, n != hi - lo);
 }
 
 /* Cost of one item of query i: its visible range plus a fixed overhead. */
