@@ -5,15 +5,7 @@
 #  - `lamina run -n 8` generates from each (greedy, twice: the same text);
 #  - a model of an unknown architecture is refused with
 #    "unknown model architecture 'NAME'" and a non-zero exit, no crash.
-set -u
-LAMINA=$1
-SHARED=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+. "$(dirname "$0")/lib.sh"
 
 n=0
 for f in "$SHARED"/fixtures/arch/*.gguf; do
@@ -44,5 +36,4 @@ rc=$?
 [ $rc -ne 0 ] && [ $rc -lt 128 ] && grep -q "unknown model architecture 'llamx'" "$tmp/e.txt" && ok ||
   bad "unknown architecture: exit $rc: $(tail -2 "$tmp/e.txt")"
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

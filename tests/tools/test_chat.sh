@@ -12,17 +12,9 @@
 #    a reply longer than the window goes on (its older half leaves the cache);
 #  - bad flags are usage errors (exit 2), a missing model or a bad template a
 #    runtime error (exit 1), never a crash.
-set -u
+. "$(dirname "$0")/lib.sh"
 export LC_ALL=C # ${#var} counts bytes
-LAMINA=$1
-SHARED=$2
 M=$SHARED/models/stories260K.gguf
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 FLAGS=(-m "$M" --temp 0 -n 20 -t 2)
 
 # the reply `lamina run` gives for prompt file $1 (extra flags after it), without
@@ -127,5 +119,4 @@ rc=$?
 [ $rc -eq 1 ] && grep -q "error" "$tmp/e.txt" && ok || bad "bad template: exit $rc"
 "$LAMINA" chat --help | grep -q -- "/save" && ok || bad "chat --help"
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

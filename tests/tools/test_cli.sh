@@ -5,16 +5,8 @@
 #  - tokenize / inspect work and agree with the reference ids;
 #  - bad input (missing model, truncated file, unknown option) gives a message
 #    on stderr and a non-zero exit, never a crash.
-set -u
-LAMINA=$1
-SHARED=$2
+. "$(dirname "$0")/lib.sh"
 M=$SHARED/models/stories260K.gguf
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 
 "$LAMINA" run -m "$M" -n 200 --temp 0 --repeat-penalty 1 >"$tmp/out.txt" 2>"$tmp/err.txt" || bad "run exited $?"
 if cmp -s "$tmp/out.txt" "$SHARED/models/stories260K.greedy200.txt"; then ok; else bad "golden text differs"; fi
@@ -45,5 +37,4 @@ rc=$?
 [ $rc -eq 1 ] && grep -qi "error" "$tmp/e.txt" && ok || bad "truncated model: exit $rc"
 "$LAMINA" run --help | grep -q -- "--repeat-penalty" && ok || bad "run --help"
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

@@ -9,18 +9,9 @@
 #    liblamina.a (no liblamina.so needed), and both generate the reference ids.
 # In a sanitizer build the client is compiled with the same compiler and
 # sanitizer flags (the installed library needs their runtime).
-set -u
-LAMINA=$1
-SHARED=$2
-HERE=$(cd "$(dirname "$0")" && pwd)
+. "$(dirname "$0")/lib.sh"
 BUILD=$(cd "$(dirname "$LAMINA")/.." && pwd)
 M=$SHARED/models/stories260K.gguf
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 
 command -v pkg-config >/dev/null || { echo "FAIL: pkg-config not found (scripts/deps.sh installs it)" >&2; exit 1; }
 P=$tmp/prefix
@@ -76,5 +67,4 @@ else
   bad "cannot build the client against the static library"
 fi
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

@@ -9,16 +9,8 @@
 #  - `lamina quantize` (through llama_model_quantize) of the b1892 fixture
 #    model gives the reference file's sha256 exactly (Q4_K_M, Q6_K);
 #  - bad input gives a message and exit 1 (runtime) or 2 (usage), never a crash.
-set -u
-LAMINA=$1
-SHARED=$2
+. "$(dirname "$0")/lib.sh"
 FIX=$SHARED/fixtures/quantize
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 export LM_SHARED_DIR=$SHARED
 
 # shape lines of `lamina inspect`: "name type [ne0, ne1]"
@@ -114,5 +106,4 @@ check_rc 1 quantize "$tmp/tl-q8.gguf" "$tmp/x.gguf" Q4_0
 "$LAMINA" quantize --help | grep -q "Q4_K_M" && ok || bad "quantize --help"
 "$LAMINA" mkmodel --help | grep -q "tinyllama-1.1b" && ok || bad "mkmodel --help"
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

@@ -5,43 +5,13 @@
 # input (each a 4xx, the server keeps serving), a slow sender, greedy parallel
 # == serial, and a clean exit 0 on SIGTERM with a request in flight.
 # The server listens on a free loopback port (--port 0, read from its log).
-set -u
-LAMINA=$1
-SHARED=$2
+. "$(dirname "$0")/lib.sh"
 M=$SHARED/models/stories260K.gguf
-HERE=$(cd "$(dirname "$0")" && pwd)
-tmp=$(mktemp -d)
-pid=
-cleanup() {
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 
-if "$LAMINA" serve --help 2>&1 | grep -q "built without the server"; then
-  echo "SKIP: lamina was built without the server"
-  exit 0
-fi
-
-# start_server ARGS...: sets pid and URL
-start_server() {
-  "$LAMINA" serve -m "$M" --port 0 -t 1 "$@" 2>"$tmp/server.log" &
-  pid=$!
-  for _ in $(seq 200); do
-    grep -q "listening on" "$tmp/server.log" && break
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  URL=$(grep -o 'http://[0-9.]*:[0-9]*' "$tmp/server.log" | head -1)
-  [ -n "$URL" ] || { cat "$tmp/server.log" >&2; bad "server did not start"; exit 1; }
-}
+need_server
 
 KEY=test-key-123
-start_server -c 2048 -np 4 --api-key $KEY --max-body 65536 --conn-timeout 2
+start_server "$M" -t 1 -c 2048 -np 4 --api-key $KEY --max-body 65536 --conn-timeout 2
 H="Authorization: Bearer $KEY"
 
 # curl basics
@@ -77,5 +47,4 @@ wait "$cpid"
 grep -q "shutting down" "$tmp/server.log" && ok || bad "no shutdown message"
 tail -c 14 "$tmp/inflight.txt" | grep -q '^data: \[DONE\]$' && ok || bad "in-flight stream not ended cleanly"
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

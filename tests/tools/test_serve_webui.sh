@@ -2,38 +2,21 @@
 # test_serve_webui.sh LAMINA SHARED - the chat page at / in headless Chromium:
 # serve_webui.cjs types a message, presses Enter and waits for the streamed
 # reply. SKIPs (and passes) without chromium or node.
-set -u
-LAMINA=$1
-SHARED=$2
-HERE=$(cd "$(dirname "$0")" && pwd)
-tmp=$(mktemp -d)
-pid=
+. "$(dirname "$0")/lib.sh"
 cpid=
 cleanup() {
   [ -n "$cpid" ] && kill "$cpid" 2>/dev/null && wait "$cpid" 2>/dev/null
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-  rm -rf "$tmp"
+  lib_cleanup
 }
 trap cleanup EXIT
-if "$LAMINA" serve --help 2>&1 | grep -q "built without the server"; then
-  echo "SKIP: lamina was built without the server"
-  exit 0
-fi
+need_server
 CHROMIUM=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
 [ -n "$CHROMIUM" ] || { echo "SKIP: no chromium (scripts/deps.sh installs it when apt has it)"; exit 0; }
 command -v node >/dev/null || { echo "SKIP: no node"; exit 0; }
 node --experimental-websocket -e 'process.exit(typeof WebSocket === "function" ? 0 : 1)' 2>/dev/null ||
   { echo "SKIP: node has no WebSocket"; exit 0; }
 
-"$LAMINA" serve -m "$SHARED/models/stories260K.gguf" --port 0 -t 1 -c 1024 -np 2 2>"$tmp/server.log" &
-pid=$!
-for _ in $(seq 200); do
-  grep -q "listening on" "$tmp/server.log" && break
-  kill -0 "$pid" 2>/dev/null || break
-  sleep 0.1
-done
-URL=$(grep -o 'http://[0-9.]*:[0-9]*' "$tmp/server.log" | head -1)
-[ -n "$URL" ] || { cat "$tmp/server.log"; echo "FAIL: server did not start"; exit 1; }
+start_server "$SHARED/models/stories260K.gguf" -t 1 -c 1024 -np 2
 
 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-background-networking --disable-component-update \
   --disable-sync --no-first-run --disable-dev-shm-usage --user-data-dir="$tmp/profile" --remote-debugging-port=0 \
@@ -53,9 +36,5 @@ rc=$?
 kill "$cpid" 2>/dev/null
 wait "$cpid" 2>/dev/null
 cpid=
-kill -TERM "$pid"
-wait "$pid"
-src=$?
-pid=
-[ $src -eq 0 ] || { echo "FAIL: server exit $src"; rc=1; }
+stop_server || { echo "FAIL: server exit $?"; cat "$tmp/server.log"; rc=1; }
 exit $rc
