@@ -208,8 +208,20 @@ bool lm_sampler_grammar_done(const struct lm_sampler *s)
     return !s->grammar || lm_grammar_is_complete(s->grammar->g);
 }
 
-size_t lm_token_piece(const struct llama_model *model, llama_token t, char *buf, size_t cap)
+lm_status lm_token_append(const struct llama_model *model, llama_token t, struct lm_strbuf *b)
 {
-    int32_t n = llama_token_to_piece(model, t, buf, cap > INT32_MAX ? INT32_MAX : (int32_t)cap);
-    return n < 0 ? (size_t)-(int64_t)n : (size_t)n;
+    char small[64];
+    const int32_t n = llama_token_to_piece(model, t, small, (int32_t)sizeof small);
+    if (n >= 0)
+        return lm_strbuf_put(b, small, (size_t)n);
+    /* longer than small: write it in place, in room made for it */
+    const size_t need = (size_t)-(int64_t)n;
+    const lm_status st = need > INT32_MAX ? LM_ERR_NOMEM : lm_strbuf_reserve(b, need);
+    if (st != LM_OK)
+        return st;
+    if (llama_token_to_piece(model, t, b->p + b->n, (int32_t)need) != (int32_t)need)
+        return LM_ERR_INVALID_ARG;
+    b->n += need;
+    b->p[b->n] = 0;
+    return LM_OK;
 }

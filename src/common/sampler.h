@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "core/status.h"
+#include "core/strbuf.h"
 #include "llama.h"
 
 struct lm_sampler_params {
@@ -73,9 +74,8 @@ llama_token lm_sampler_sample(struct lm_sampler *s, struct llama_context *ctx, i
  * stop here. Without a grammar, always true. */
 bool lm_sampler_grammar_done(const struct lm_sampler *s);
 
-/* The text of token t, as llama_token_to_piece gives it, into buf (cap bytes).
- * Returns the length; when it is > cap nothing useful was written and the
- * caller retries with a bigger buffer. */
-size_t lm_token_piece(const struct llama_model *model, llama_token t, char *buf, size_t cap);
+/* Append the text of token t, as llama_token_to_piece gives it (any length),
+ * to b. LM_ERR_NOMEM / LM_ERR_FULL (b's limit) leave b unchanged. */
+lm_status lm_token_append(const struct llama_model *model, llama_token t, struct lm_strbuf *b);
 
 #endif

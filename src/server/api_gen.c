@@ -27,18 +27,21 @@ struct delta {
 
 static json_t *token_str(const struct lm_server *s, llama_token t)
 {
-    char buf[256];
-    size_t n = lm_token_piece(s->model, t, buf, sizeof buf);
-    return srv_str(buf, n > sizeof buf ? 0 : n);
+    struct lm_strbuf b = {0};
+    json_t *j = lm_token_append(s->model, t, &b) == LM_OK ? srv_str(b.p, b.n) : srv_str("", 0);
+    lm_strbuf_free(&b);
+    return j;
 }
 
 static json_t *token_bytes(const struct lm_server *s, llama_token t)
 {
-    char buf[256];
-    size_t n = lm_token_piece(s->model, t, buf, sizeof buf);
+    struct lm_strbuf b = {0};
     json_t *a = json_array();
-    for (size_t i = 0; i < n && i < sizeof buf; i++)
-        json_array_append_new(a, json_integer((unsigned char)buf[i]));
+    if (lm_token_append(s->model, t, &b) != LM_OK)
+        b.n = 0;
+    for (size_t i = 0; i < b.n; i++)
+        json_array_append_new(a, json_integer((unsigned char)b.p[i]));
+    lm_strbuf_free(&b);
     return a;
 }
 

@@ -198,31 +198,21 @@ enum MHD_Result srv_route_detokenize(struct lm_server *s, struct MHD_Connection 
     json_t *tokens = json_object_get(body, "tokens"), *v;
     if (!json_is_array(tokens))
         return srv_error(c, 400, "invalid_request_error", "tokens", "'tokens' must be a list of token ids");
-    size_t i, n = 0, cap = 256;
-    char *text = malloc(cap);
+    size_t i;
+    struct lm_strbuf text = {0};
     json_array_foreach(tokens, i, v) {
         json_int_t t = json_integer_value(v);
         if (!json_is_integer(v) || t < 0 || t >= llama_n_vocab(s->model)) {
-            free(text);
+            lm_strbuf_free(&text);
             return srv_error(c, 400, "invalid_request_error", "tokens", "token %zu is not a valid id", i);
         }
-        char buf[256];
-        size_t k = lm_token_piece(s->model, (llama_token)t, buf, sizeof buf);
-        k = k > sizeof buf ? 0 : k;
-        if (text && n + k + 1 > cap) {
-            char *nt = realloc(text, cap = (n + k + 1) * 2);
-            if (!nt)
-                free(text);
-            text = nt;
+        if (lm_token_append(s->model, (llama_token)t, &text) != LM_OK) {
+            lm_strbuf_free(&text);
+            return MHD_NO;
         }
-        if (text)
-            memcpy(text + n, buf, k);
-        n += k;
     }
-    if (!text)
-        return MHD_NO;
-    json_t *o = json_pack("{s:o}", "content", srv_str(text, n));
-    free(text);
+    json_t *o = json_pack("{s:o}", "content", srv_str(text.p ? text.p : "", text.n));
+    lm_strbuf_free(&text);
     return srv_json(c, 200, o);
 }
 

@@ -201,7 +201,7 @@ static void engine_free_parts(struct lm_engine *e)
     if (e->slots)
         for (int32_t i = 0; i < e->n_slots; i++) {
             free(e->slots[i].cache);
-            free(e->slots[i].gen);
+            lm_strbuf_free(&e->slots[i].gen);
             free(e->slots[i].lps);
         }
     free(e->slots);

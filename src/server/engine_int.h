@@ -3,6 +3,7 @@
 #ifndef LM_SERVER_ENGINE_INT_H
 #define LM_SERVER_ENGINE_INT_H
 
+#include "core/strbuf.h"
 #include "server/engine.h"
 
 enum slot_state { SLOT_IDLE, SLOT_PROMPT, SLOT_GEN };
@@ -16,8 +17,8 @@ struct srv_slot {
     int32_t n_cache;
     llama_token next;             /* GEN: the sampled token to feed next */
     int32_t n_gen;
-    char *gen;                    /* the choice's generated text so far */
-    size_t n_gen_text, cap_gen, sent;
+    struct lm_strbuf gen;         /* the choice's generated text so far */
+    size_t sent;
     struct lm_srv_lp *lps;        /* logprob records not yet published */
     size_t n_lps, cap_lps;
     int64_t t_start_us, t_first_us;

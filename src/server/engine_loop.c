@@ -36,7 +36,7 @@ static void publish(struct srv_slot *s, size_t upto)
     struct lm_srv_choice *ch = &s->req->ch[s->choice];
     if (upto > s->sent) {
         if (grow((void **)&ch->text, &ch->cap_text, upto + 1, 1)) {
-            memcpy(ch->text + ch->n_text, s->gen + s->sent, upto - s->sent);
+            memcpy(ch->text + ch->n_text, s->gen.p + s->sent, upto - s->sent);
             ch->n_text = upto;
             ch->text[upto] = '\0';
         }
@@ -118,7 +118,7 @@ static void slot_begin(struct lm_engine *e, struct srv_slot *s, struct lm_srv_re
     s->choice = choice;
     s->state = SLOT_PROMPT;
     s->n_gen = 0;
-    s->n_gen_text = s->sent = 0;
+    s->gen.n = s->sent = 0;
     s->n_lps = 0;
     s->t_start_us = llama_time_us();
     s->t_first_us = 0;
@@ -175,7 +175,7 @@ static void reap(struct lm_engine *e, int64_t now)
             e->stats.n_cancelled += s->req->cancelled;
             finish_slot(e, s, "stop", s->sent);
         } else if (now > s->req->deadline_us || e->stopping) {
-            finish_slot(e, s, "length", s->n_gen_text);
+            finish_slot(e, s, "length", s->gen.n);
         }
     }
 }
@@ -193,19 +193,19 @@ static bool any_busy(const struct lm_engine *e)
 static size_t safe_end(const struct srv_slot *s)
 {
     const struct lm_srv_req *r = s->req;
-    size_t end = s->n_gen_text;
+    size_t end = s->gen.n;
     for (int32_t i = 0; i < r->n_stop; i++) {
         size_t ls = strlen(r->stop[i]);
         for (size_t k = ls ? ls - 1 : 0; k > 0; k--) {
-            if (k <= s->n_gen_text - s->sent && !memcmp(s->gen + s->n_gen_text - k, r->stop[i], k)) {
-                if (s->n_gen_text - k < end)
-                    end = s->n_gen_text - k;
+            if (k <= s->gen.n - s->sent && !memcmp(s->gen.p + s->gen.n - k, r->stop[i], k)) {
+                if (s->gen.n - k < end)
+                    end = s->gen.n - k;
                 break;
             }
         }
     }
     for (size_t back = 1; back <= 4 && back <= end - s->sent; back++) {
-        unsigned char c = (unsigned char)s->gen[end - back];
+        unsigned char c = (unsigned char)s->gen.p[end - back];
         if ((c & 0xC0) == 0x80)
             continue;
         size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
@@ -222,9 +222,9 @@ static size_t find_stop(const struct srv_slot *s)
     size_t best = SIZE_MAX;
     for (int32_t i = 0; i < s->req->n_stop; i++) {
         const char *st = s->req->stop[i];
-        const char *p = memmem(s->gen + s->sent, s->n_gen_text - s->sent, st, strlen(st));
-        if (p && (size_t)(p - s->gen) < best)
-            best = (size_t)(p - s->gen);
+        const char *p = memmem(s->gen.p + s->sent, s->gen.n - s->sent, st, strlen(st));
+        if (p && (size_t)(p - s->gen.p) < best)
+            best = (size_t)(p - s->gen.p);
     }
     return best;
 }
@@ -266,14 +266,9 @@ static void add_text(struct lm_engine *e, struct srv_slot *s, llama_token t, con
     struct lm_srv_req *r = s->req;
     if (r->want_lp && row && grow((void **)&s->lps, &s->cap_lps, s->n_lps + 1, sizeof *s->lps)) {
         logprobs(e, row, t, r->n_probs, &s->lps[s->n_lps]);
-        s->lps[s->n_lps++].off = s->n_gen_text;
+        s->lps[s->n_lps++].off = s->gen.n;
     }
-    char buf[128];
-    size_t n = lm_token_piece(e->model, t, buf, sizeof buf);
-    if (n > sizeof buf || !grow((void **)&s->gen, &s->cap_gen, s->n_gen_text + n + 1, 1))
-        return;
-    memcpy(s->gen + s->n_gen_text, buf, n);
-    s->n_gen_text += n;
+    lm_token_append(e->model, t, &s->gen); /* out of memory: the text is short, the request still ends */
 }
 
 /* Take the token sampled for slot s (engine thread), publish and maybe finish. */
@@ -285,7 +280,7 @@ static void on_token(struct lm_engine *e, struct srv_slot *s, llama_token t, con
     bool eos = t == llama_token_eos(e->model) && !r->ignore_eos;
     if (t < 0 || eos) {
         reason = "stop";
-        upto = s->n_gen_text;
+        upto = s->gen.n;
     } else {
         lm_sampler_accept(r->smp[s->choice], e->ctx, t, true);
         s->n_gen++;
@@ -299,7 +294,7 @@ static void on_token(struct lm_engine *e, struct srv_slot *s, llama_token t, con
                 s->n_lps--;
         } else if (s->n_gen >= r->n_predict || s->n_cache + 1 >= e->n_ctx_slot) {
             reason = "length";
-            upto = s->n_gen_text;
+            upto = s->gen.n;
         } else {
             upto = safe_end(s);
         }

@@ -229,7 +229,7 @@ static const json_t *resolve(struct gen *g, const char *ref)
 }
 
 /* the rule of $ref target (converted once, on first use) */
-static void gen_ref(struct gen *g, const json_t *s, int depth, struct buf *b)
+static void gen_ref(struct gen *g, const json_t *s, int depth, struct lm_strbuf *b)
 {
     const char *ref = json_string_value(json_object_get(s, "$ref"));
     const char *other = constraining_sibling(s, "$ref");
@@ -294,7 +294,7 @@ static unsigned value_types(const json_t *v)
 }
 
 /* const or enum: the values' compact JSON texts, filtered by `type` */
-static void gen_enum(struct gen *g, const json_t *s, struct buf *b)
+static void gen_enum(struct gen *g, const json_t *s, struct lm_strbuf *b)
 {
     const json_t *c = json_object_get(s, "const"), *e = json_object_get(s, "enum");
     if (c && e) {
@@ -325,7 +325,7 @@ static void gen_enum(struct gen *g, const json_t *s, struct buf *b)
 }
 
 /* anyOf / oneOf: alternatives (oneOf's exclusivity is not enforced) */
-static void gen_any(struct gen *g, const json_t *s, int depth, struct buf *b)
+static void gen_any(struct gen *g, const json_t *s, int depth, struct lm_strbuf *b)
 {
     const char *key = json_object_get(s, "anyOf") ? "anyOf" : "oneOf";
     const json_t *a = json_object_get(s, key);
@@ -540,7 +540,7 @@ static void gen_extra_key(struct gen *g, const struct obj_spec *o, char name[NAM
 static void gen_extras(struct gen *g, const struct obj_spec *o, int depth, char member[NAME_LEN], char more[NAME_LEN])
 {
     char key[NAME_LEN], val[NAME_LEN], xkey[NAME_LEN + 8];
-    struct buf b = {0};
+    struct lm_strbuf b = {0};
     const char *ws = lm_schema_prim(g, P_WS);
     if (o->extra_schema)
         gen_sub(g, o->extra_schema, depth, "xval", val);
@@ -559,13 +559,13 @@ static void gen_extras(struct gen *g, const struct obj_spec *o, int depth, char 
     b.n = 0;
     lm_schema_printf(g, &b, "| \",\" %s %s %s %s", ws, member, ws, more);
     lm_schema_emit(g, more, &b);
-    free(b.p);
+    lm_strbuf_free(&b);
 }
 
 /* the member rules of o; names[i] for property i */
 static void gen_members(struct gen *g, const struct obj_spec *o, int depth, char (*names)[NAME_LEN])
 {
-    struct buf b = {0};
+    struct lm_strbuf b = {0};
     const char *ws = lm_schema_prim(g, P_WS);
     for (size_t i = 0; i < o->n && g->st == LM_OK; i++) {
         char val[NAME_LEN];
@@ -587,15 +587,15 @@ static void gen_members(struct gen *g, const struct obj_spec *o, int depth, char
         lm_schema_new_name(g, o->keys[i], names[i]);
         lm_schema_emit(g, names[i], &b);
     }
-    free(b.p);
+    lm_strbuf_free(&b);
 }
 
 /* `"{" ws F "}"` for o: members in order, optional ones omissible, extras last */
-static void gen_object_spec(struct gen *g, const struct obj_spec *o, int depth, struct buf *b)
+static void gen_object_spec(struct gen *g, const struct obj_spec *o, int depth, struct lm_strbuf *b)
 {
     char(*mem)[NAME_LEN] = calloc(o->n + 1, NAME_LEN), (*rest)[NAME_LEN] = calloc(o->n + 1, NAME_LEN);
     char xmember[NAME_LEN] = "", xmore[NAME_LEN] = "", first[NAME_LEN];
-    struct buf rb = {0};
+    struct lm_strbuf rb = {0};
     const char *ws = lm_schema_prim(g, P_WS);
     if (!mem || !rest) {
         lm_schema_fail(g, LM_ERR_NOMEM, "schema: out of memory");
@@ -630,13 +630,13 @@ static void gen_object_spec(struct gen *g, const struct obj_spec *o, int depth, 
     lm_schema_emit(g, first, &rb);
     lm_schema_printf(g, b, "\"{\" %s %s \"}\"", ws, first);
 out_free:
-    free(rb.p);
+    lm_strbuf_free(&rb);
     free(mem);
     free(rest);
 }
 
 /* an object schema (its allOf merged in) */
-static void gen_object(struct gen *g, const json_t *s, int depth, struct buf *b)
+static void gen_object(struct gen *g, const json_t *s, int depth, struct lm_strbuf *b)
 {
     struct obj_spec o = {0};
     const bool merge = json_object_get(s, "allOf") != NULL;
@@ -662,7 +662,7 @@ static void gen_object(struct gen *g, const json_t *s, int depth, struct buf *b)
 /* ---- arrays, strings, types -------------------------------------------------- */
 
 /* `"[" ws S0 "]"`: prefixItems in order, then items, minItems..maxItems of them */
-static void gen_array(struct gen *g, const json_t *s, int depth, struct buf *b)
+static void gen_array(struct gen *g, const json_t *s, int depth, struct lm_strbuf *b)
 {
     const json_t *prefix = json_object_get(s, "prefixItems"), *items = json_object_get(s, "items");
     if (json_is_array(items) && !prefix) { /* draft 4-7 tuples */
@@ -687,7 +687,7 @@ static void gen_array(struct gen *g, const json_t *s, int depth, struct buf *b)
     const int64_t kp = max >= 0 && max < p ? max : p; /* prefix positions used */
     const char *ws = lm_schema_prim(g, P_WS);
     char next[NAME_LEN] = "", item[NAME_LEN], sep[NAME_LEN];
-    struct buf rb = {0};
+    struct lm_strbuf rb = {0};
     if (kp == p && (max < 0 || max > p)) { /* the tail of `items` */
         if (items && !json_is_true(items))
             gen_sub(g, items, depth, "item", item);
@@ -717,11 +717,11 @@ static void gen_array(struct gen *g, const json_t *s, int depth, struct buf *b)
         memcpy(next, name, NAME_LEN);
     }
     lm_schema_printf(g, b, "\"[\" %s %s \"]\"", ws, next);
-    free(rb.p);
+    lm_strbuf_free(&rb);
 }
 
 /* a string, minLength..maxLength characters (an escape is one) */
-static void gen_string(struct gen *g, const json_t *s, struct buf *b)
+static void gen_string(struct gen *g, const json_t *s, struct lm_strbuf *b)
 {
     int64_t lo, hi;
     get_count(g, s, "minLength", 0, &lo);
@@ -738,7 +738,7 @@ static void gen_string(struct gen *g, const json_t *s, struct buf *b)
 }
 
 /* by `type` (or the keywords present when it is absent) */
-static void gen_types(struct gen *g, const json_t *s, int depth, struct buf *b)
+static void gen_types(struct gen *g, const json_t *s, int depth, struct lm_strbuf *b)
 {
     unsigned mask = type_mask(g, s);
     if (!mask) {
@@ -779,7 +779,7 @@ static void gen_types(struct gen *g, const json_t *s, int depth, struct buf *b)
 /* write rule `name` for schema s */
 static void gen_into(struct gen *g, const json_t *s, int depth, const char *name)
 {
-    struct buf b = {0};
+    struct lm_strbuf b = {0};
     if (g->st != LM_OK)
         return;
     if (depth > LM_SCHEMA_MAX_DEPTH) {
@@ -817,7 +817,7 @@ static void gen_into(struct gen *g, const json_t *s, int depth, const char *name
         gen_types(g, s, depth, &b);
     }
     lm_schema_emit(g, name, &b);
-    free(b.p);
+    lm_strbuf_free(&b);
 }
 
 lm_status lm_schema_to_gbnf(const json_t *schema, char **out, char *err, size_t errlen)

@@ -31,61 +31,66 @@ void lm_schema_fail(struct gen *g, lm_status st, const char *fmt, ...)
 
 /* ---- text buffers ------------------------------------------------------------ */
 
-void lm_schema_put(struct gen *g, struct buf *b, const char *s, size_t n)
+/* After a failed put or printf: record why (the first failure wins). */
+static void put_failed(struct gen *g, lm_status st)
 {
-    if (g->st != LM_OK)
-        return;
-    if (n > LM_SCHEMA_MAX_GBNF || b->n + n >= LM_SCHEMA_MAX_GBNF || g->out.n + n >= LM_SCHEMA_MAX_GBNF) {
-        lm_schema_fail(g, LM_ERR_UNSUPPORTED, "schema: the grammar would exceed %u bytes",
-                       (unsigned)LM_SCHEMA_MAX_GBNF);
-        return;
-    }
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            lm_schema_fail(g, LM_ERR_NOMEM, "schema: out of memory");
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
+    if (st == LM_ERR_FULL)
+        lm_schema_fail(g, LM_ERR_UNSUPPORTED, "schema: the grammar would exceed %u bytes", (unsigned)LM_SCHEMA_MAX_GBNF);
+    else if (st == LM_ERR_NOMEM)
+        lm_schema_fail(g, LM_ERR_NOMEM, "schema: out of memory");
+    else
+        lm_schema_fail(g, LM_ERR_INVALID_ARG, "schema: formatting failed");
 }
 
-void lm_schema_puts(struct gen *g, struct buf *b, const char *s) { lm_schema_put(g, b, s, strlen(s)); }
-
-void lm_schema_printf(struct gen *g, struct buf *b, const char *fmt, ...)
+/* Every buffer is held below LM_SCHEMA_MAX_GBNF, and so is the output. */
+static bool room(struct gen *g, struct lm_strbuf *b, size_t n)
 {
-    char small[256];
+    if (g->st != LM_OK)
+        return false;
+    b->max = LM_SCHEMA_MAX_GBNF - 1;
+    if (n > LM_SCHEMA_MAX_GBNF || g->out.n + n >= LM_SCHEMA_MAX_GBNF) {
+        put_failed(g, LM_ERR_FULL);
+        return false;
+    }
+    return true;
+}
+
+void lm_schema_put(struct gen *g, struct lm_strbuf *b, const char *s, size_t n)
+{
+    if (room(g, b, n)) {
+        const lm_status st = lm_strbuf_put(b, s, n);
+        if (st != LM_OK)
+            put_failed(g, st);
+    }
+}
+
+void lm_schema_puts(struct gen *g, struct lm_strbuf *b, const char *s) { lm_schema_put(g, b, s, strlen(s)); }
+
+void lm_schema_printf(struct gen *g, struct lm_strbuf *b, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(small, sizeof small, fmt, ap);
+    const int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
     if (n < 0) {
-        lm_schema_fail(g, LM_ERR_INVALID_ARG, "schema: formatting failed");
-    } else if ((size_t)n < sizeof small) {
-        lm_schema_put(g, b, small, (size_t)n);
-    } else {
-        char *big = malloc((size_t)n + 1);
-        if (!big) {
-            lm_schema_fail(g, LM_ERR_NOMEM, "schema: out of memory");
-            return;
-        }
-        va_start(ap, fmt);
-        vsnprintf(big, (size_t)n + 1, fmt, ap);
-        va_end(ap);
-        lm_schema_put(g, b, big, (size_t)n);
-        free(big);
+        put_failed(g, LM_ERR_INVALID_ARG);
+        return;
     }
+    if (!room(g, b, (size_t)n))
+        return;
+    const lm_status st = lm_strbuf_reserve(b, (size_t)n);
+    if (st != LM_OK) {
+        put_failed(g, st);
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(b->p + b->n, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->n += (size_t)n;
 }
 
 /* append s as a GBNF string literal */
-void lm_schema_literal(struct gen *g, struct buf *b, const char *s, size_t n)
+void lm_schema_literal(struct gen *g, struct lm_strbuf *b, const char *s, size_t n)
 {
     lm_schema_put(g, b, "\"", 1);
     for (size_t i = 0; i < n; i++) {
@@ -101,7 +106,7 @@ void lm_schema_literal(struct gen *g, struct buf *b, const char *s, size_t n)
 }
 
 /* write the rule `name ::= body` */
-void lm_schema_emit(struct gen *g, const char *name, const struct buf *body)
+void lm_schema_emit(struct gen *g, const char *name, const struct lm_strbuf *body)
 {
     lm_schema_printf(g, &g->out, "%s ::= %s\n", name,
                      body->n ? body->p : "\"\""); /* empty: `""`, or it joins the next line */
@@ -224,7 +229,7 @@ static void rep_chain(struct gen *g, const char *item, int64_t k, bool star, cha
 }
 
 /* append lo to hi (hi < 0: any number of) copies of rule item to b */
-void lm_schema_repeat(struct gen *g, struct buf *b, const char *item, int64_t lo, int64_t hi)
+void lm_schema_repeat(struct gen *g, struct lm_strbuf *b, const char *item, int64_t lo, int64_t hi)
 {
     for (int64_t i = 0; i < lo && g->st == LM_OK; i++)
         lm_schema_printf(g, b, " %s", item);

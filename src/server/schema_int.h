@@ -13,16 +13,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/strbuf.h"
 #include "server/schema.h"
 
 #define NAME_LEN 96 /* rule names: "r<counter>-<hint>" or "<name>-upto-<k>" */
 #define HINT_LEN 24
 #define WS_MAX 20
 
-struct buf {
-    char *p;
-    size_t n, cap;
-};
 
 struct ref_memo {
     char *ref;
@@ -37,7 +34,7 @@ struct rep_memo {
 
 struct gen {
     const json_t *root;
-    struct buf out;
+    struct lm_strbuf out;
     size_t n_names, n_nodes;
     struct ref_memo *refs;
     size_t n_refs, cap_refs;
@@ -78,15 +75,15 @@ void lm_schema_fail(struct gen *g, lm_status st, const char *fmt, ...) LM_SCHEMA
 
 /* append n bytes / a string / formatted text to b (b stays NUL-terminated); past
  * LM_SCHEMA_MAX_GBNF bytes the conversion fails with LM_ERR_UNSUPPORTED */
-void lm_schema_put(struct gen *g, struct buf *b, const char *s, size_t n);
-void lm_schema_puts(struct gen *g, struct buf *b, const char *s);
-void lm_schema_printf(struct gen *g, struct buf *b, const char *fmt, ...) LM_SCHEMA_PRINTF;
+void lm_schema_put(struct gen *g, struct lm_strbuf *b, const char *s, size_t n);
+void lm_schema_puts(struct gen *g, struct lm_strbuf *b, const char *s);
+void lm_schema_printf(struct gen *g, struct lm_strbuf *b, const char *fmt, ...) LM_SCHEMA_PRINTF;
 
 /* append s (n bytes, UTF-8) as a GBNF string literal */
-void lm_schema_literal(struct gen *g, struct buf *b, const char *s, size_t n);
+void lm_schema_literal(struct gen *g, struct lm_strbuf *b, const char *s, size_t n);
 
 /* write the rule `name ::= body` (an empty body as `""`) */
-void lm_schema_emit(struct gen *g, const char *name, const struct buf *body);
+void lm_schema_emit(struct gen *g, const char *name, const struct lm_strbuf *body);
 
 /* a fresh rule name "r<counter>-<hint cut to [a-zA-Z0-9-]>" */
 void lm_schema_new_name(struct gen *g, const char *hint, char name[NAME_LEN]);
@@ -98,7 +95,7 @@ char *lm_schema_json_text(struct gen *g, const json_t *v);
 const char *lm_schema_prim(struct gen *g, int id);
 
 /* append lo to hi (hi < 0: any number of) copies of rule item */
-void lm_schema_repeat(struct gen *g, struct buf *b, const char *item, int64_t lo, int64_t hi);
+void lm_schema_repeat(struct gen *g, struct lm_strbuf *b, const char *item, int64_t lo, int64_t hi);
 
 /* parse text back, check that every rule can derive a finite text, build it
  * with the grammar engine; a failure is LM_ERR_UNSUPPORTED with the reason */

@@ -376,26 +376,10 @@ static int fit_prompt(struct chat *c, int room)
 /* ---- the reply ---- */
 
 struct reply {
-    char *text;
-    size_t len, cap, printed;
+    struct lm_strbuf b; /* the text so far */
+    size_t printed;
     bool started; /* past the leading white space */
 };
-
-static bool reply_add(struct reply *r, const char *s, size_t n)
-{
-    if (r->len + n + 1 > r->cap) {
-        size_t nc = (r->len + n + 1) * 2;
-        char *nt = realloc(r->text, nc);
-        if (!nt)
-            return false;
-        r->text = nt;
-        r->cap = nc;
-    }
-    memcpy(r->text + r->len, s, n);
-    r->len += n;
-    r->text[r->len] = 0;
-    return true;
-}
 
 /* True when the text ends with a stop string (which is then cut off).
  * Print what can no longer be the start of one (everything when `flush`);
@@ -405,28 +389,28 @@ static bool reply_stream(const struct chat *c, struct reply *r, bool flush)
     bool stop = false;
     for (int i = 0; i < c->n_stop_text && !stop; i++) {
         size_t k = strlen(c->stop_text[i]);
-        if (r->len >= k && !memcmp(r->text + r->len - k, c->stop_text[i], k)) {
-            r->len -= k;
-            r->text[r->len] = 0;
+        if (r->b.n >= k && !memcmp(r->b.p + r->b.n - k, c->stop_text[i], k)) {
+            r->b.n -= k;
+            r->b.p[r->b.n] = 0;
             stop = true;
         }
     }
-    size_t safe = r->len;
+    size_t safe = r->b.n;
     for (int i = 0; i < c->n_stop_text && !flush && !stop; i++) {
         size_t k = strlen(c->stop_text[i]);
         for (size_t j = k - 1; j > 0; j--) /* the longest tail that starts the stop string */
-            if (r->len >= j && !memcmp(r->text + r->len - j, c->stop_text[i], j)) {
-                if (r->len - j < safe)
-                    safe = r->len - j;
+            if (r->b.n >= j && !memcmp(r->b.p + r->b.n - j, c->stop_text[i], j)) {
+                if (r->b.n - j < safe)
+                    safe = r->b.n - j;
                 break;
             }
     }
     if (!r->started)
-        while (r->printed < safe && strchr(" \t\r\n", r->text[r->printed]))
+        while (r->printed < safe && strchr(" \t\r\n", r->b.p[r->printed]))
             r->printed++;
     if (r->printed < safe) {
         r->started = true;
-        fwrite(r->text + r->printed, 1, safe - r->printed, stdout);
+        fwrite(r->b.p + r->printed, 1, safe - r->printed, stdout);
         fflush(stdout);
         r->printed = safe;
     }
@@ -436,14 +420,7 @@ static bool reply_stream(const struct chat *c, struct reply *r, bool flush)
 /* Append token t's text to the reply. */
 static bool reply_token(const struct chat *c, struct reply *r, llama_token t)
 {
-    char buf[128];
-    size_t n = lm_token_piece(c->model, t, buf, sizeof buf);
-    if (n <= sizeof buf)
-        return reply_add(r, buf, n);
-    char *big = malloc(n);
-    bool ok = big && lm_token_piece(c->model, t, big, n) == n && reply_add(r, big, n);
-    free(big);
-    return ok;
+    return lm_token_append(c->model, t, &r->b) == LM_OK;
 }
 
 /* Tokens kept free for a reply when a turn starts. */
@@ -539,14 +516,14 @@ static int chat_turn(struct chat *c, const char *msg)
     } else if (rc == 0) {
         fputc('\n', stdout);
         fflush(stdout);
-        const char *t = r.text ? r.text : "";
+        const char *t = r.b.p ? r.b.p : "";
         t += strspn(t, " \t\r\n");
         if (!conv_push(c, "assistant", t))
             rc = 1;
     }
     if (interrupted && c->interactive)
         fprintf(stderr, "(stopped)\n");
-    free(r.text);
+    lm_strbuf_free(&r.b);
     return rc;
 }
 

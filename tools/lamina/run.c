@@ -126,24 +126,19 @@ static bool push(struct gen *g, llama_token t)
 /* Print a token's text; drop the space SentencePiece puts after BOS. */
 static void print_token(struct gen *g, llama_token t, bool after_bos)
 {
-    char buf[256];
-    int32_t n = llama_token_to_piece(g->model, t, buf, (int32_t)sizeof buf);
-    char *p = buf;
-    char *big = NULL;
-    if (n < 0) {
-        big = malloc((size_t)-n);
-        if (!big)
-            return;
-        n = llama_token_to_piece(g->model, t, big, -n);
-        p = big;
-    }
+    struct lm_strbuf b = {0};
+    if (lm_token_append(g->model, t, &b) != LM_OK)
+        return;
+    const char *p = b.p;
+    size_t n = b.n;
     if (after_bos && n > 0 && p[0] == ' ' && llama_vocab_type(g->model) == LLAMA_VOCAB_TYPE_SPM) {
         p++;
         n--;
     }
-    fwrite(p, 1, (size_t)n, stdout);
+    if (n)
+        fwrite(p, 1, n, stdout);
     fflush(stdout);
-    free(big);
+    lm_strbuf_free(&b);
 }
 
 /* Decode hist[n_past..n_hist) in batches of n_batch. */

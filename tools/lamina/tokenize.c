@@ -22,13 +22,12 @@ static void usage(FILE *f)
 
 static void print_piece(const struct llama_model *model, llama_token t)
 {
-    char buf[256];
-    int32_t n = llama_token_to_piece(model, t, buf, (int32_t)sizeof buf);
-    if (n < 0)
-        n = 0;
+    struct lm_strbuf b = {0};
+    if (lm_token_append(model, t, &b) != LM_OK)
+        b.n = 0;
     putchar('\'');
-    for (int32_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)buf[i];
+    for (size_t i = 0; i < b.n; i++) {
+        unsigned char c = (unsigned char)b.p[i];
         if (c == '\n')
             fputs("\\n", stdout);
         else if (c == '\'' || c == '\\')
@@ -39,6 +38,7 @@ static void print_piece(const struct llama_model *model, llama_token t)
             putchar(c);
     }
     putchar('\'');
+    lm_strbuf_free(&b);
 }
 
 int cmd_tokenize(int argc, char **argv)
