@@ -242,7 +242,7 @@ static void logprobs(const struct lm_engine *e, const float *row, llama_token t,
     out->id = t;
     out->lp = row[t] - lse;
     out->n_top = 0;
-    for (int32_t i = 0; i < e->n_vocab; i++) {
+    for (int32_t i = 0; i < e->n_vocab && n_top > 0; i++) { /* logprobs without top_logprobs: n_top 0 */
         int32_t k = out->n_top;
         if (k == n_top && row[i] <= row[out->top_id[k - 1]])
             continue;

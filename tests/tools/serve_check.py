@@ -131,6 +131,11 @@ def sampling():
     lp = j["choices"][0]["logprobs"]["content"] if st == 200 else []
     check(len(lp) == 6 and all(len(t["top_logprobs"]) == 3 and t["logprob"] <= 0 and
                                t["token"] == t["top_logprobs"][0]["token"] for t in lp), "chat logprobs: %s" % lp)
+    # logprobs without top_logprobs (fuzz_http: the top-n loop read index -1)
+    st, j = call("/v1/chat/completions", {"messages": CHAT, "max_tokens": 4, "temperature": 0, "logprobs": True})
+    lp = j["choices"][0]["logprobs"]["content"] if st == 200 else []
+    check(len(lp) == 4 and all(t["top_logprobs"] == [] and t["logprob"] <= 0 for t in lp),
+          "chat logprobs without top_logprobs: %s" % lp)
     st, j = call("/v1/completions", {"prompt": PROMPT, "max_tokens": 5, "temperature": 0, "logprobs": 2})
     lp = j["choices"][0]["logprobs"] if st == 200 else {}
     check(len(lp.get("tokens", [])) == 5 and len(lp["top_logprobs"][0]) == 2 and
