@@ -1,14 +1,19 @@
-/* ops.c - op constructors: shape and type checks, result tensors, parameters.
+/* ops.c - op constructors: result tensors and parameters, checked with the
+ * op rules (core/op_rules.c).
  *
  * Nothing is computed here. Every constructor returns NULL without touching
  * the arena when a source is NULL (an earlier error is already recorded), and
- * records LM_ERR_SHAPE with a message when shapes or types do not fit.
+ * records LM_ERR_SHAPE with the rule's message when shapes, types or
+ * parameters do not fit. A compute op's node is described on the stack first
+ * and checked before any arena memory is taken; a view is checked once made.
+ * The checks of a constructor's own arguments (permute axes, reshape sizes,
+ * ROPE's parameter block, TOP_K's k) stay here.
  */
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/internal.h"
+#include "core/op_rules.h"
 #include "core/tensor.h"
 
 static const char *const op_names[LM_OP_COUNT] = {
@@ -45,50 +50,91 @@ const char *lm_unary_name(enum lm_unary_op op) { return (unsigned)op < LM_UNARY_
 #define SHAPE_FMT "[%lld,%lld,%lld,%lld]"
 #define SHAPE_ARGS(t) (long long)(t)->ne[0], (long long)(t)->ne[1], (long long)(t)->ne[2], (long long)(t)->ne[3]
 
-static struct lm_tensor *new_like(struct lm_ctx *ctx, enum lm_type type, const struct lm_tensor *a)
+/* Check t with the op rules; on a refusal record LM_ERR_SHAPE with the rule's message. */
+static bool rules_ok(struct lm_ctx *ctx, const struct lm_tensor *t)
 {
-    return lm_tensor_make(ctx, type, a->ne, NULL, 0);
+    char why[256];
+    if (lm_op_check(t, why, sizeof why))
+        return true;
+    lm_ctx_fail(ctx, LM_ERR_SHAPE, "%s", why);
+    return false;
 }
 
-static struct lm_tensor *new_shape(struct lm_ctx *ctx, enum lm_type type, int64_t n0, int64_t n1, int64_t n2,
-                                   int64_t n3)
+/* A node description on the stack: op with sources s0, s1, a contiguous
+ * result of type `type` and shape ne (op_params and more sources are set by
+ * the caller). Nothing is allocated. */
+static struct lm_tensor node(enum lm_op op, enum lm_type type, const int64_t ne[4], struct lm_tensor *s0,
+                             struct lm_tensor *s1)
+{
+    struct lm_tensor p;
+    memset(&p, 0, sizeof p);
+    p.type = type;
+    memcpy(p.ne, ne, sizeof p.ne);
+    if (lm_type_valid(type)) {
+        p.nb[0] = lm_type_size(type);
+        p.nb[1] = lm_row_size(type, ne[0]);
+        p.nb[2] = p.nb[1] * (size_t)ne[1];
+        p.nb[3] = p.nb[2] * (size_t)ne[2];
+    }
+    p.op = op;
+    p.src[0] = s0;
+    p.src[1] = s1;
+    return p;
+}
+
+static struct lm_tensor node4(enum lm_op op, enum lm_type type, int64_t n0, int64_t n1, int64_t n2, int64_t n3,
+                              struct lm_tensor *s0, struct lm_tensor *s1)
 {
     const int64_t ne[4] = {n0, n1, n2, n3};
-    return lm_tensor_make(ctx, type, ne, NULL, 0);
+    return node(op, type, ne, s0, s1);
 }
 
-static struct lm_tensor *set_op(struct lm_tensor *t, enum lm_op op, struct lm_tensor *s0, struct lm_tensor *s1)
+static struct lm_tensor *make_view(struct lm_ctx *ctx, struct lm_tensor *a, enum lm_op op, const int64_t ne[4],
+                                   const size_t nb[4], size_t offset, const int32_t *params, size_t params_size);
+
+/* Build the node p describes once the op rules accept it: a new tensor of p's
+ * type and shape, or, when over is non-NULL, a view of `over` with its layout
+ * (in-place results and CPY, whose p has over's type, shape and strides). */
+static struct lm_tensor *build(struct lm_ctx *ctx, const struct lm_tensor *p, struct lm_tensor *over)
 {
+    if (!rules_ok(ctx, p))
+        return NULL;
+    struct lm_tensor *t = over ? make_view(ctx, over, LM_OP_VIEW, over->ne, over->nb, 0, NULL, 0)
+                               : lm_tensor_make(ctx, p->type, p->ne, NULL, 0);
     if (!t)
         return NULL;
-    t->op = op;
-    t->src[0] = s0;
-    t->src[1] = s1;
+    t->op = p->op;
+    memcpy(t->op_params, p->op_params, sizeof t->op_params);
+    memcpy(t->src, p->src, sizeof t->src);
     return t;
+}
+
+/* p as a node whose result is over itself (type, shape, strides). */
+static struct lm_tensor node_over(enum lm_op op, const struct lm_tensor *over, struct lm_tensor *s0,
+                                  struct lm_tensor *s1)
+{
+    struct lm_tensor p = node(op, over->type, over->ne, s0, s1);
+    memcpy(p.nb, over->nb, sizeof p.nb);
+    return p;
 }
 
 /* ---- views ---- */
 
-/* A view tensor of a with shape ne, strides nb (nb[0] = type size), at offset. */
+/* A view tensor of a with shape ne, strides nb (nb[0] = type size), at offset,
+ * with op_params from params; checked with the op rules (the view must lie
+ * inside the root tensor's memory). */
 static struct lm_tensor *make_view(struct lm_ctx *ctx, struct lm_tensor *a, enum lm_op op, const int64_t ne[4],
-                                   const size_t nb[4], size_t offset)
+                                   const size_t nb[4], size_t offset, const int32_t *params, size_t params_size)
 {
     struct lm_tensor *t = lm_tensor_make(ctx, a->type, ne, a, offset);
     if (!t)
         return NULL;
     memcpy(t->nb, nb, sizeof t->nb);
-    /* the view must lie inside the root tensor's memory */
-    const struct lm_tensor *root = lm_view_root(t);
-    size_t need = lm_nbytes(t);
-    size_t have = lm_nbytes(root);
-    if (lm_nelements(t) > 0 && (t->view_offs > have || need > have - t->view_offs)) {
-        lm_ctx_fail(ctx, LM_ERR_SHAPE, "view of %zu bytes at offset %zu exceeds the %zu bytes of '%s'", need,
-                    t->view_offs, have, root->name);
-        return NULL;
-    }
     t->op = op;
     t->src[0] = a;
-    return t;
+    if (params)
+        memcpy(t->op_params, params, params_size);
+    return rules_ok(ctx, t) ? t : NULL;
 }
 
 static struct lm_tensor *reshape(struct lm_ctx *ctx, struct lm_tensor *a, int64_t n0, int64_t n1, int64_t n2,
@@ -107,7 +153,7 @@ static struct lm_tensor *reshape(struct lm_ctx *ctx, struct lm_tensor *a, int64_
     nb[1] = lm_row_size(a->type, n0);
     nb[2] = nb[1] * (size_t)n1;
     nb[3] = nb[2] * (size_t)n2;
-    return make_view(ctx, a, LM_OP_RESHAPE, ne, nb, 0);
+    return make_view(ctx, a, LM_OP_RESHAPE, ne, nb, 0, NULL, 0);
 }
 
 struct lm_tensor *lm_reshape_1d(struct lm_ctx *ctx, struct lm_tensor *a, int64_t n0)
@@ -137,7 +183,7 @@ struct lm_tensor *lm_view_4d(struct lm_ctx *ctx, struct lm_tensor *a, int64_t n0
     NEED(ctx, n0 % lm_type_blck(a->type) == 0, "view: ne0 not a multiple of the block size");
     const int64_t ne[4] = {n0, n1, n2, n3};
     const size_t nb[4] = {lm_type_size(a->type), nb1, nb2, nb3};
-    return make_view(ctx, a, LM_OP_VIEW, ne, nb, offset);
+    return make_view(ctx, a, LM_OP_VIEW, ne, nb, offset, NULL, 0);
 }
 
 struct lm_tensor *lm_view_1d(struct lm_ctx *ctx, struct lm_tensor *a, int64_t n0, size_t offset)
@@ -179,10 +225,7 @@ struct lm_tensor *lm_permute(struct lm_ctx *ctx, struct lm_tensor *a, int ax0, i
         lm_ctx_fail(ctx, LM_ERR_SHAPE, "permute of a quantized tensor must keep dim 0");
         return NULL;
     }
-    struct lm_tensor *t = make_view(ctx, a, LM_OP_PERMUTE, ne, nb, 0);
-    if (t)
-        memcpy(t->op_params, ax, sizeof ax);
-    return t;
+    return make_view(ctx, a, LM_OP_PERMUTE, ne, nb, 0, ax, sizeof ax);
 }
 
 struct lm_tensor *lm_transpose(struct lm_ctx *ctx, struct lm_tensor *a)
@@ -200,19 +243,8 @@ static struct lm_tensor *binary(struct lm_ctx *ctx, enum lm_op op, struct lm_ten
 {
     if (!a || !b)
         return NULL;
-    NEED(ctx, a->type == LM_TYPE_F32 && b->type == LM_TYPE_F32, "%s: operands must be f32 (got %s, %s)",
-         lm_op_name(op), lm_type_name(a->type), lm_type_name(b->type));
-    NEED(ctx, lm_can_repeat(b, a), "%s: " SHAPE_FMT " does not broadcast to " SHAPE_FMT, lm_op_name(op),
-         SHAPE_ARGS(b), SHAPE_ARGS(a));
-    struct lm_tensor *t;
-    if (inplace) {
-        t = make_view(ctx, a, LM_OP_VIEW, a->ne, a->nb, 0);
-        if (!t)
-            return NULL;
-    } else {
-        t = new_like(ctx, LM_TYPE_F32, a);
-    }
-    return set_op(t, op, a, b);
+    struct lm_tensor p = inplace ? node_over(op, a, a, b) : node(op, LM_TYPE_F32, a->ne, a, b);
+    return build(ctx, &p, inplace ? a : NULL);
 }
 
 struct lm_tensor *lm_add(struct lm_ctx *ctx, struct lm_tensor *a, struct lm_tensor *b)
@@ -236,44 +268,40 @@ struct lm_tensor *lm_mul_inplace(struct lm_ctx *ctx, struct lm_tensor *a, struct
     return binary(ctx, LM_OP_MUL, a, b, true);
 }
 
-static struct lm_tensor *unary_f32(struct lm_ctx *ctx, enum lm_op op, struct lm_tensor *a)
+/* A one-source F32 op of a's shape with n_params (0..2) f32 op_params p0, p1. */
+static struct lm_tensor *unary_f32(struct lm_ctx *ctx, enum lm_op op, struct lm_tensor *a, int n_params, float p0,
+                                   float p1)
 {
     if (!a)
         return NULL;
-    NEED(ctx, a->type == LM_TYPE_F32, "%s: operand must be f32 (got %s)", lm_op_name(op), lm_type_name(a->type));
-    return set_op(new_like(ctx, LM_TYPE_F32, a), op, a, NULL);
+    struct lm_tensor p = node(op, LM_TYPE_F32, a->ne, a, NULL);
+    if (n_params > 0)
+        lm_set_op_f32(&p, 0, p0);
+    if (n_params > 1)
+        lm_set_op_f32(&p, 1, p1);
+    return build(ctx, &p, NULL);
 }
 
 struct lm_tensor *lm_scale(struct lm_ctx *ctx, struct lm_tensor *a, float s)
 {
-    struct lm_tensor *t = unary_f32(ctx, LM_OP_SCALE, a);
-    if (t)
-        lm_set_op_f32(t, 0, s);
-    return t;
+    return unary_f32(ctx, LM_OP_SCALE, a, 1, s, 0.0f);
 }
 
-struct lm_tensor *lm_sqr(struct lm_ctx *ctx, struct lm_tensor *a) { return unary_f32(ctx, LM_OP_SQR, a); }
-struct lm_tensor *lm_sqrt(struct lm_ctx *ctx, struct lm_tensor *a) { return unary_f32(ctx, LM_OP_SQRT, a); }
+struct lm_tensor *lm_sqr(struct lm_ctx *ctx, struct lm_tensor *a) { return unary_f32(ctx, LM_OP_SQR, a, 0, 0, 0); }
+struct lm_tensor *lm_sqrt(struct lm_ctx *ctx, struct lm_tensor *a) { return unary_f32(ctx, LM_OP_SQRT, a, 0, 0, 0); }
 
 struct lm_tensor *lm_clamp(struct lm_ctx *ctx, struct lm_tensor *a, float lo, float hi)
 {
-    struct lm_tensor *t = unary_f32(ctx, LM_OP_CLAMP, a);
-    if (t) {
-        lm_set_op_f32(t, 0, lo);
-        lm_set_op_f32(t, 1, hi);
-    }
-    return t;
+    return unary_f32(ctx, LM_OP_CLAMP, a, 2, lo, hi);
 }
 
 struct lm_tensor *lm_unary(struct lm_ctx *ctx, struct lm_tensor *a, enum lm_unary_op op)
 {
     if (!a)
         return NULL;
-    NEED(ctx, (unsigned)op < LM_UNARY_COUNT, "unknown unary op %d", (int)op);
-    struct lm_tensor *t = unary_f32(ctx, LM_OP_UNARY, a);
-    if (t)
-        lm_set_op_i32(t, 0, (int32_t)op);
-    return t;
+    struct lm_tensor p = node(LM_OP_UNARY, LM_TYPE_F32, a->ne, a, NULL);
+    lm_set_op_i32(&p, 0, (int32_t)op);
+    return build(ctx, &p, NULL);
 }
 
 struct lm_tensor *lm_silu(struct lm_ctx *ctx, struct lm_tensor *a) { return lm_unary(ctx, a, LM_UNARY_SILU); }
@@ -284,164 +312,106 @@ struct lm_tensor *lm_sum_rows(struct lm_ctx *ctx, struct lm_tensor *a)
 {
     if (!a)
         return NULL;
-    NEED(ctx, a->type == LM_TYPE_F32, "SUM_ROWS: operand must be f32");
-    return set_op(new_shape(ctx, LM_TYPE_F32, 1, a->ne[1], a->ne[2], a->ne[3]), LM_OP_SUM_ROWS, a, NULL);
-}
-
-static struct lm_tensor *norm_op(struct lm_ctx *ctx, enum lm_op op, struct lm_tensor *a, float eps)
-{
-    if (!a)
-        return NULL;
-    NEED(ctx, eps >= 0.0f && isfinite(eps), "%s: bad eps %g", lm_op_name(op), (double)eps);
-    struct lm_tensor *t = unary_f32(ctx, op, a);
-    if (t)
-        lm_set_op_f32(t, 0, eps);
-    return t;
+    struct lm_tensor p = node4(LM_OP_SUM_ROWS, LM_TYPE_F32, 1, a->ne[1], a->ne[2], a->ne[3], a, NULL);
+    return build(ctx, &p, NULL);
 }
 
 struct lm_tensor *lm_norm(struct lm_ctx *ctx, struct lm_tensor *a, float eps)
 {
-    return norm_op(ctx, LM_OP_NORM, a, eps);
+    return unary_f32(ctx, LM_OP_NORM, a, 1, eps, 0.0f);
 }
 struct lm_tensor *lm_rms_norm(struct lm_ctx *ctx, struct lm_tensor *a, float eps)
 {
-    return norm_op(ctx, LM_OP_RMS_NORM, a, eps);
+    return unary_f32(ctx, LM_OP_RMS_NORM, a, 1, eps, 0.0f);
 }
 
 /* ---- matrix products and gathers ---- */
-
-static bool weight_type_ok(enum lm_type t)
-{
-    return lm_type_valid(t) && t != LM_TYPE_I8 && t != LM_TYPE_I16 && t != LM_TYPE_I32;
-}
 
 struct lm_tensor *lm_mul_mat(struct lm_ctx *ctx, struct lm_tensor *a, struct lm_tensor *b)
 {
     if (!a || !b)
         return NULL;
-    NEED(ctx, weight_type_ok(a->type), "MUL_MAT: unsupported weight type %s", lm_type_name(a->type));
-    NEED(ctx, b->type == LM_TYPE_F32, "MUL_MAT: activations must be f32 (got %s)", lm_type_name(b->type));
-    NEED(ctx, lm_is_contiguous_rows(a), "MUL_MAT: rows of '%s' are not contiguous", a->name);
-    NEED(ctx, a->ne[0] == b->ne[0] && a->ne[2] > 0 && a->ne[3] > 0 && b->ne[2] % a->ne[2] == 0 &&
-                  b->ne[3] % a->ne[3] == 0,
-         "MUL_MAT: " SHAPE_FMT " x " SHAPE_FMT " do not fit", SHAPE_ARGS(a), SHAPE_ARGS(b));
-    return set_op(new_shape(ctx, LM_TYPE_F32, a->ne[1], b->ne[1], b->ne[2], b->ne[3]), LM_OP_MUL_MAT, a, b);
+    struct lm_tensor p = node4(LM_OP_MUL_MAT, LM_TYPE_F32, a->ne[1], b->ne[1], b->ne[2], b->ne[3], a, b);
+    return build(ctx, &p, NULL);
 }
 
 struct lm_tensor *lm_mul_mat_id(struct lm_ctx *ctx, struct lm_tensor *as, struct lm_tensor *b, struct lm_tensor *ids)
 {
     if (!as || !b || !ids)
         return NULL;
-    NEED(ctx, weight_type_ok(as->type), "MUL_MAT_ID: unsupported weight type %s", lm_type_name(as->type));
-    NEED(ctx, b->type == LM_TYPE_F32 && ids->type == LM_TYPE_I32, "MUL_MAT_ID: b must be f32 and ids i32");
-    NEED(ctx, lm_is_contiguous_rows(as), "MUL_MAT_ID: expert rows are not contiguous");
-    NEED(ctx, as->ne[3] == 1 && b->ne[3] == 1 && ids->ne[2] == 1 && ids->ne[3] == 1,
-         "MUL_MAT_ID: experts must be 3-d, b 3-d, ids 2-d");
-    NEED(ctx, as->ne[0] == b->ne[0] && ids->ne[1] == b->ne[2] && (b->ne[1] == 1 || b->ne[1] == ids->ne[0]),
-         "MUL_MAT_ID: as " SHAPE_FMT ", b " SHAPE_FMT ", ids " SHAPE_FMT " do not fit", SHAPE_ARGS(as),
-         SHAPE_ARGS(b), SHAPE_ARGS(ids));
-    struct lm_tensor *t = new_shape(ctx, LM_TYPE_F32, as->ne[1], ids->ne[0], ids->ne[1], 1);
-    if (!t)
-        return NULL;
-    set_op(t, LM_OP_MUL_MAT_ID, as, b);
-    t->src[2] = ids;
-    return t;
+    struct lm_tensor p = node4(LM_OP_MUL_MAT_ID, LM_TYPE_F32, as->ne[1], ids->ne[0], ids->ne[1], 1, as, b);
+    p.src[2] = ids;
+    return build(ctx, &p, NULL);
 }
 
 struct lm_tensor *lm_get_rows(struct lm_ctx *ctx, struct lm_tensor *a, struct lm_tensor *ids)
 {
     if (!a || !ids)
         return NULL;
-    NEED(ctx, weight_type_ok(a->type), "GET_ROWS: unsupported type %s", lm_type_name(a->type));
-    NEED(ctx, ids->type == LM_TYPE_I32, "GET_ROWS: ids must be i32");
-    NEED(ctx, ids->ne[3] == 1 && (a->ne[2] == ids->ne[1] || a->ne[2] == 1) && (a->ne[3] == ids->ne[2] || a->ne[3] == 1),
-         "GET_ROWS: a " SHAPE_FMT " and ids " SHAPE_FMT " do not fit", SHAPE_ARGS(a), SHAPE_ARGS(ids));
-    return set_op(new_shape(ctx, LM_TYPE_F32, a->ne[0], ids->ne[0], ids->ne[1], ids->ne[2]), LM_OP_GET_ROWS, a,
-                  ids);
+    struct lm_tensor p = node4(LM_OP_GET_ROWS, LM_TYPE_F32, a->ne[0], ids->ne[0], ids->ne[1], ids->ne[2], a, ids);
+    return build(ctx, &p, NULL);
 }
 
 /* ---- copies and layout ---- */
-
-static bool cpy_type_ok(enum lm_type src, enum lm_type dst)
-{
-    if (src == dst)
-        return true;
-    bool src_float = src == LM_TYPE_F32 || src == LM_TYPE_F16 || src == LM_TYPE_BF16;
-    if (!src_float)
-        return false;
-    if (dst == LM_TYPE_F32 || dst == LM_TYPE_F16 || dst == LM_TYPE_BF16)
-        return true;
-    return src == LM_TYPE_F32 && weight_type_ok(dst) && lm_type_traits(dst)->is_quantized;
-}
 
 struct lm_tensor *lm_cpy(struct lm_ctx *ctx, struct lm_tensor *a, struct lm_tensor *b)
 {
     if (!a || !b)
         return NULL;
-    NEED(ctx, lm_nelements(a) == lm_nelements(b), "CPY: %lld elements into %lld", (long long)lm_nelements(a),
-         (long long)lm_nelements(b));
-    NEED(ctx, cpy_type_ok(a->type, b->type), "CPY: %s to %s not supported", lm_type_name(a->type),
-         lm_type_name(b->type));
-    NEED(ctx, lm_type_blck(b->type) == 1 || lm_is_contiguous_rows(b), "CPY: quantized destination rows must be contiguous");
-    NEED(ctx, lm_type_blck(a->type) == 1 || lm_is_contiguous(a), "CPY: quantized source must be contiguous");
-    struct lm_tensor *t = make_view(ctx, b, LM_OP_VIEW, b->ne, b->nb, 0);
+    struct lm_tensor p = node_over(LM_OP_CPY, b, a, b);
+    struct lm_tensor *t = build(ctx, &p, b);
     if (t)
         lm_format_name(t, "%.24s (copy of %.24s)", b->name, a->name);
-    return set_op(t, LM_OP_CPY, a, b);
+    return t;
 }
 
 struct lm_tensor *lm_cont(struct lm_ctx *ctx, struct lm_tensor *a)
 {
     if (!a)
         return NULL;
-    NEED(ctx, lm_type_blck(a->type) == 1 || lm_is_contiguous_rows(a), "CONT: quantized rows must be contiguous");
-    return set_op(new_like(ctx, a->type, a), LM_OP_CONT, a, NULL);
+    struct lm_tensor p = node(LM_OP_CONT, a->type, a->ne, a, NULL);
+    return build(ctx, &p, NULL);
 }
 
 struct lm_tensor *lm_cont_2d(struct lm_ctx *ctx, struct lm_tensor *a, int64_t n0, int64_t n1)
 {
     if (!a)
         return NULL;
-    NEED(ctx, n0 * n1 == lm_nelements(a), "CONT_2D: element counts differ");
+    /* this constructor's own limit (the CONT rule lets a block type keep its shape) */
     NEED(ctx, lm_type_blck(a->type) == 1, "CONT_2D: only for non-block types");
-    return set_op(new_shape(ctx, a->type, n0, n1, 1, 1), LM_OP_CONT, a, NULL);
+    struct lm_tensor p = node4(LM_OP_CONT, a->type, n0, n1, 1, 1, a, NULL);
+    return build(ctx, &p, NULL);
 }
 
 struct lm_tensor *lm_repeat(struct lm_ctx *ctx, struct lm_tensor *a, struct lm_tensor *b)
 {
     if (!a || !b)
         return NULL;
-    NEED(ctx, a->type == LM_TYPE_F32, "REPEAT: operand must be f32");
-    NEED(ctx, lm_can_repeat(a, b), "REPEAT: " SHAPE_FMT " does not tile " SHAPE_FMT, SHAPE_ARGS(a), SHAPE_ARGS(b));
-    return set_op(new_like(ctx, LM_TYPE_F32, b), LM_OP_REPEAT, a, NULL);
+    struct lm_tensor p = node(LM_OP_REPEAT, LM_TYPE_F32, b->ne, a, NULL);
+    return build(ctx, &p, NULL);
 }
 
 struct lm_tensor *lm_concat(struct lm_ctx *ctx, struct lm_tensor *a, struct lm_tensor *b, int dim)
 {
     if (!a || !b)
         return NULL;
-    NEED(ctx, dim >= 0 && dim < 4, "CONCAT: dim %d out of range", dim);
-    NEED(ctx, a->type == LM_TYPE_F32 && b->type == LM_TYPE_F32, "CONCAT: operands must be f32");
     int64_t ne[4];
-    for (int i = 0; i < 4; i++) {
-        NEED(ctx, i == dim || a->ne[i] == b->ne[i], "CONCAT: " SHAPE_FMT " and " SHAPE_FMT " differ in dim %d",
-             SHAPE_ARGS(a), SHAPE_ARGS(b), i);
-        ne[i] = i == dim ? a->ne[i] + b->ne[i] : a->ne[i];
-    }
-    struct lm_tensor *t = set_op(lm_tensor_make(ctx, LM_TYPE_F32, ne, NULL, 0), LM_OP_CONCAT, a, b);
-    if (t)
-        lm_set_op_i32(t, 0, dim);
-    return t;
+    for (int i = 0; i < 4; i++)
+        ne[i] = a->ne[i] + (i == dim ? b->ne[i] : 0);
+    struct lm_tensor p = node(LM_OP_CONCAT, LM_TYPE_F32, ne, a, b);
+    lm_set_op_i32(&p, 0, dim);
+    return build(ctx, &p, NULL);
 }
 
 /* ---- attention pieces ---- */
 
 struct lm_tensor *lm_diag_mask_inf(struct lm_ctx *ctx, struct lm_tensor *a, int n_past)
 {
-    struct lm_tensor *t = unary_f32(ctx, LM_OP_DIAG_MASK_INF, a);
-    if (t)
-        lm_set_op_i32(t, 0, n_past);
-    return t;
+    if (!a)
+        return NULL;
+    struct lm_tensor p = node(LM_OP_DIAG_MASK_INF, LM_TYPE_F32, a->ne, a, NULL);
+    lm_set_op_i32(&p, 0, n_past);
+    return build(ctx, &p, NULL);
 }
 
 struct lm_tensor *lm_soft_max_ext(struct lm_ctx *ctx, struct lm_tensor *a, struct lm_tensor *mask, float scale,
@@ -449,19 +419,10 @@ struct lm_tensor *lm_soft_max_ext(struct lm_ctx *ctx, struct lm_tensor *a, struc
 {
     if (!a)
         return NULL;
-    NEED(ctx, a->type == LM_TYPE_F32, "SOFT_MAX: operand must be f32");
-    if (mask) {
-        NEED(ctx, mask->type == LM_TYPE_F32 && mask->ne[0] == a->ne[0] && mask->ne[1] >= a->ne[1] &&
-                      mask->ne[2] == 1 && mask->ne[3] == 1,
-             "SOFT_MAX: mask " SHAPE_FMT " does not fit " SHAPE_FMT, SHAPE_ARGS(mask), SHAPE_ARGS(a));
-    }
-    NEED(ctx, max_bias >= 0.0f && isfinite(scale), "SOFT_MAX: bad scale or max_bias");
-    struct lm_tensor *t = set_op(new_like(ctx, LM_TYPE_F32, a), LM_OP_SOFT_MAX, a, mask);
-    if (t) {
-        lm_set_op_f32(t, 0, scale);
-        lm_set_op_f32(t, 1, max_bias);
-    }
-    return t;
+    struct lm_tensor p = node(LM_OP_SOFT_MAX, LM_TYPE_F32, a->ne, a, mask);
+    lm_set_op_f32(&p, 0, scale);
+    lm_set_op_f32(&p, 1, max_bias);
+    return build(ctx, &p, NULL);
 }
 
 struct lm_tensor *lm_soft_max(struct lm_ctx *ctx, struct lm_tensor *a)
@@ -469,36 +430,17 @@ struct lm_tensor *lm_soft_max(struct lm_ctx *ctx, struct lm_tensor *a)
     return lm_soft_max_ext(ctx, a, NULL, 1.0f, 0.0f);
 }
 
-static bool kv_type_ok(enum lm_type t) { return t == LM_TYPE_F32 || t == LM_TYPE_F16 || t == LM_TYPE_BF16; }
-
 struct lm_tensor *lm_attn(struct lm_ctx *ctx, struct lm_tensor *q, struct lm_tensor *k, struct lm_tensor *v,
                           struct lm_tensor *mask, float scale, float max_bias)
 {
     if (!q || !k || !v)
         return NULL;
-    NEED(ctx, q->type == LM_TYPE_F32 && kv_type_ok(k->type) && kv_type_ok(v->type),
-         "ATTN: q must be f32, k and v f32/f16/bf16 (got %s, %s, %s)", lm_type_name(q->type), lm_type_name(k->type),
-         lm_type_name(v->type));
-    NEED(ctx, lm_is_contiguous_rows(k) && lm_is_contiguous_rows(v), "ATTN: rows of k and v must be contiguous");
-    NEED(ctx, q->ne[3] == 1 && k->ne[3] == 1 && v->ne[3] == 1 && q->ne[0] == k->ne[0] && k->ne[1] == v->ne[0] &&
-                  k->ne[1] > 0 && k->ne[2] == v->ne[2] && k->ne[2] > 0 && q->ne[2] % k->ne[2] == 0,
-         "ATTN: q " SHAPE_FMT ", k " SHAPE_FMT ", v " SHAPE_FMT " do not fit", SHAPE_ARGS(q), SHAPE_ARGS(k),
-         SHAPE_ARGS(v));
-    if (mask) {
-        NEED(ctx, mask->type == LM_TYPE_F32 && mask->ne[0] == k->ne[1] && mask->ne[1] >= q->ne[1] &&
-                      mask->ne[2] == 1 && mask->ne[3] == 1,
-             "ATTN: mask " SHAPE_FMT " does not fit %lld cells x %lld queries", SHAPE_ARGS(mask),
-             (long long)k->ne[1], (long long)q->ne[1]);
-    }
-    NEED(ctx, max_bias >= 0.0f && isfinite(scale), "ATTN: bad scale or max_bias");
-    struct lm_tensor *t = set_op(new_shape(ctx, LM_TYPE_F32, v->ne[1], q->ne[2], q->ne[1], 1), LM_OP_ATTN, q, k);
-    if (!t)
-        return NULL;
-    t->src[2] = v;
-    t->src[3] = mask;
-    lm_set_op_f32(t, 0, scale);
-    lm_set_op_f32(t, 1, max_bias);
-    return t;
+    struct lm_tensor p = node4(LM_OP_ATTN, LM_TYPE_F32, v->ne[1], q->ne[2], q->ne[1], 1, q, k);
+    p.src[2] = v;
+    p.src[3] = mask;
+    lm_set_op_f32(&p, 0, scale);
+    lm_set_op_f32(&p, 1, max_bias);
+    return build(ctx, &p, NULL);
 }
 
 struct lm_tensor *lm_rope(struct lm_ctx *ctx, struct lm_tensor *a, struct lm_tensor *pos, const struct lm_rope_params *p)
@@ -506,38 +448,26 @@ struct lm_tensor *lm_rope(struct lm_ctx *ctx, struct lm_tensor *a, struct lm_ten
     if (!a || !pos)
         return NULL;
     NEED(ctx, p != NULL, "ROPE: no parameters");
-    NEED(ctx, a->type == LM_TYPE_F32 && pos->type == LM_TYPE_I32, "ROPE: a must be f32 and pos i32");
-    NEED(ctx, lm_n_dims(pos) == 1 && pos->ne[0] == a->ne[2], "ROPE: %lld positions for %lld tokens",
-         (long long)pos->ne[0], (long long)a->ne[2]);
-    NEED(ctx, p->n_dims > 0 && p->n_dims % 2 == 0 && p->n_dims <= a->ne[0], "ROPE: n_dims %d with row length %lld",
-         p->n_dims, (long long)a->ne[0]);
-    NEED(ctx, p->mode == LM_ROPE_NORMAL || p->mode == LM_ROPE_NEOX, "ROPE: unknown mode %d", p->mode);
-    NEED(ctx, p->freq_base > 0.0f && p->freq_scale > 0.0f, "ROPE: freq_base and freq_scale must be positive");
-    struct lm_tensor *t = set_op(new_like(ctx, LM_TYPE_F32, a), LM_OP_ROPE, a, pos);
-    if (!t)
-        return NULL;
-    lm_set_op_i32(t, 0, p->n_dims);
-    lm_set_op_i32(t, 1, p->mode);
-    lm_set_op_i32(t, 2, p->n_ctx_orig);
-    lm_set_op_f32(t, 3, p->freq_base);
-    lm_set_op_f32(t, 4, p->freq_scale);
-    lm_set_op_f32(t, 5, p->ext_factor);
-    lm_set_op_f32(t, 6, p->attn_factor);
-    lm_set_op_f32(t, 7, p->beta_fast);
-    lm_set_op_f32(t, 8, p->beta_slow);
-    return t;
+    struct lm_tensor n = node(LM_OP_ROPE, LM_TYPE_F32, a->ne, a, pos);
+    lm_set_op_i32(&n, 0, p->n_dims);
+    lm_set_op_i32(&n, 1, p->mode);
+    lm_set_op_i32(&n, 2, p->n_ctx_orig);
+    lm_set_op_f32(&n, 3, p->freq_base);
+    lm_set_op_f32(&n, 4, p->freq_scale);
+    lm_set_op_f32(&n, 5, p->ext_factor);
+    lm_set_op_f32(&n, 6, p->attn_factor);
+    lm_set_op_f32(&n, 7, p->beta_fast);
+    lm_set_op_f32(&n, 8, p->beta_slow);
+    return build(ctx, &n, NULL);
 }
 
 struct lm_tensor *lm_argsort(struct lm_ctx *ctx, struct lm_tensor *a, enum lm_sort_order order)
 {
     if (!a)
         return NULL;
-    NEED(ctx, a->type == LM_TYPE_F32, "ARGSORT: operand must be f32");
-    NEED(ctx, order == LM_SORT_ASC || order == LM_SORT_DESC, "ARGSORT: bad order");
-    struct lm_tensor *t = set_op(new_like(ctx, LM_TYPE_I32, a), LM_OP_ARGSORT, a, NULL);
-    if (t)
-        lm_set_op_i32(t, 0, (int32_t)order);
-    return t;
+    struct lm_tensor p = node(LM_OP_ARGSORT, LM_TYPE_I32, a->ne, a, NULL);
+    lm_set_op_i32(&p, 0, (int32_t)order);
+    return build(ctx, &p, NULL);
 }
 
 struct lm_tensor *lm_top_k(struct lm_ctx *ctx, struct lm_tensor *a, int k)

@@ -26,8 +26,8 @@ int lm_cpu_exec_threads(const struct lm_cpu_exec *ex);
  * when the work buffer or threads cannot be made. */
 lm_status lm_cpu_exec_graph(struct lm_cpu_exec *ex, struct lm_graph *g);
 
-/* Whether the CPU ops can compute node t (op, types, shapes as the core
- * constructors allow them). */
+/* Whether the CPU ops can compute node t: a well-formed node (the core's op
+ * rules) whose types the kernel table has kernels for. */
 bool lm_cpu_supports_op(const struct lm_tensor *t);
 
 #endif

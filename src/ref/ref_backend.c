@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/op_rules.h"
 #include "ref/ref.h"
 #include "ref/ref_internal.h"
 
@@ -94,80 +95,27 @@ lm_buft lm_ref_buft(void) { return &ref_buft; }
 
 /* ---- op support ---- */
 
-static bool is_f32(const struct lm_tensor *t) { return t && t->type == LM_TYPE_F32; }
-static bool is_i32(const struct lm_tensor *t) { return t && t->type == LM_TYPE_I32; }
-
-/* Copies: equal types move bytes; otherwise a float source converts to a
- * float or encodable destination. */
-static bool cpy_supported(const struct lm_tensor *src, const struct lm_tensor *dst)
-{
-    if (src->type == dst->type)
-        return lm_type_valid(src->type);
-    bool src_float = src->type == LM_TYPE_F32 || src->type == LM_TYPE_F16 || src->type == LM_TYPE_BF16;
-    bool dst_block = lm_type_blck(dst->type) != 1;
-    return src_float && ref_type_writable(dst->type) && (!dst_block || src->type == LM_TYPE_F32);
-}
-
-static bool is_float(const struct lm_tensor *t)
-{
-    return t && (t->type == LM_TYPE_F32 || t->type == LM_TYPE_F16 || t->type == LM_TYPE_BF16);
-}
-
-/* ATTN: the types and shapes of lm_attn (re-checked: a hand-built node must
- * not send the loops out of bounds). */
-static bool attn_supported(const struct lm_tensor *t)
-{
-    const struct lm_tensor *q = t->src[0], *k = t->src[1], *v = t->src[2], *m = t->src[3];
-    if (!is_f32(t) || !is_f32(q) || !is_float(k) || !is_float(v) || (m && !is_f32(m)))
-        return false;
-    return lm_is_contiguous_rows(k) && lm_is_contiguous_rows(v) && q->ne[0] == k->ne[0] && k->ne[1] == v->ne[0] &&
-           k->ne[1] > 0 && k->ne[2] == v->ne[2] && k->ne[2] > 0 && q->ne[2] % k->ne[2] == 0 && q->ne[3] == 1 &&
-           k->ne[3] == 1 && v->ne[3] == 1 && t->ne[0] == v->ne[1] && t->ne[1] == q->ne[2] && t->ne[2] == q->ne[1] &&
-           t->ne[3] == 1 && (!m || (m->ne[0] == k->ne[1] && m->ne[1] >= q->ne[1]));
-}
-
-/* The ops, source types and shapes the ref backend computes (docs/ops.md). */
+/* The nodes the ref backend computes (docs/ops.md): every well-formed node
+ * (core/op_rules.c checks shapes, types and op_params), less what its loops
+ * cannot read or write. */
 bool ref_supports(const struct lm_tensor *t)
 {
-    const struct lm_tensor *s0 = t->src[0], *s1 = t->src[1];
+    if (!lm_op_check(t, NULL, 0))
+        return false;
+    const struct lm_tensor *s0 = t->src[0];
     switch (t->op) {
-    case LM_OP_NONE:
-    case LM_OP_RESHAPE:
-    case LM_OP_VIEW:
-    case LM_OP_PERMUTE:
-    case LM_OP_TRANSPOSE: return true;
-    case LM_OP_ADD:
-    case LM_OP_MUL:
-    case LM_OP_DIV: return is_f32(t) && is_f32(s0) && is_f32(s1) && lm_can_repeat(s1, s0);
-    case LM_OP_SCALE:
-    case LM_OP_SQR:
-    case LM_OP_SQRT:
-    case LM_OP_CLAMP:
-    case LM_OP_SUM_ROWS:
-    case LM_OP_NORM:
-    case LM_OP_RMS_NORM:
-    case LM_OP_REPEAT:
-    case LM_OP_DIAG_MASK_INF: return is_f32(t) && is_f32(s0);
-    case LM_OP_UNARY: return is_f32(t) && is_f32(s0) && (unsigned)lm_get_op_i32(t, 0) < LM_UNARY_COUNT;
     case LM_OP_MUL_MAT:
     case LM_OP_MUL_MAT_ID:
-        return is_f32(t) && s0 && ref_type_readable(s0->type) && lm_is_contiguous_rows(s0) && is_f32(s1) &&
-               (t->op == LM_OP_MUL_MAT || is_i32(t->src[2]));
     case LM_OP_GET_ROWS:
-        return is_f32(t) && s0 && ref_type_readable(s0->type) && lm_is_contiguous_rows(s0) && is_i32(s1);
+        /* kernel limit: weight rows are converted whole with ref_get_row, so
+         * they must be readable and packed (nb[0] the element size) */
+        return ref_type_readable(s0->type) && lm_is_contiguous_rows(s0);
     case LM_OP_CPY:
     case LM_OP_CONT:
-        return s0 && cpy_supported(s0, t) && (lm_type_blck(t->type) == 1 || lm_is_contiguous_rows(t)) &&
-               (lm_type_blck(s0->type) == 1 || lm_is_contiguous_rows(s0));
-    case LM_OP_CONCAT: return is_f32(t) && is_f32(s0) && is_f32(s1) && (unsigned)lm_get_op_i32(t, 0) < 4;
-    case LM_OP_SOFT_MAX: return is_f32(t) && is_f32(s0) && (!s1 || is_f32(s1));
-    case LM_OP_ROPE: {
-        const int mode = lm_get_op_i32(t, 1);
-        return is_f32(t) && is_f32(s0) && is_i32(s1) && (mode == LM_ROPE_NORMAL || mode == LM_ROPE_NEOX);
-    }
-    case LM_OP_ARGSORT: return is_i32(t) && is_f32(s0);
-    case LM_OP_ATTN: return attn_supported(t);
-    default: return false;
+        /* kernel limit: a converting copy needs an encoder for the destination */
+        return s0->type == t->type || ref_type_writable(t->type);
+    default:
+        return true;
     }
 }
 

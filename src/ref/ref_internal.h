@@ -47,7 +47,8 @@ lm_status ref_get_row(const struct lm_tensor *t, int64_t i1, int64_t i2, int64_t
 /* Split a flat index (row-major over ne[], ne[0] fastest) into four indices. */
 void ref_unflatten(const int64_t ne[4], int64_t flat, int64_t idx[4]);
 
-/* True if the ref backend computes node t (types and shapes it can handle). */
+/* True if the ref backend computes node t: a well-formed node (the core's op
+ * rules) whose types it can convert. */
 bool ref_supports(const struct lm_tensor *t);
 
 /* ops_elementwise.c */
