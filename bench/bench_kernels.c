@@ -98,6 +98,21 @@ static double time_dots(lm_vec_dot_fn dot, const char *w, size_t row_bytes, int6
     return best;
 }
 
+/* One weight row of K floats encoded as t (IQ2: with a unit importance matrix,
+ * the only way they encode). */
+static void encode_row(enum lm_type t, const float *f, void *dst)
+{
+    if (!lm_quantize_requires_imatrix(t)) {
+        lm_quant_traits(t)->from_float(f, dst, K);
+        return;
+    }
+    float *ones = xmalloc(sizeof(float) * K);
+    for (int64_t i = 0; i < K; i++)
+        ones[i] = 1.0f;
+    lm_quantize_chunk(t, f, dst, 0, 1, K, ones);
+    free(ones);
+}
+
 /* The stream matrix: DISTINCT_ROWS encoded rows replicated to fill w. */
 static int64_t make_matrix(enum lm_type t, char *w, size_t bytes)
 {
@@ -109,7 +124,7 @@ static int64_t make_matrix(enum lm_type t, char *w, size_t bytes)
         if (t == LM_TYPE_F32)
             memcpy(w + (size_t)r * row, f, row);
         else
-            lm_quant_traits(t)->from_float(f, w + (size_t)r * row, K);
+            encode_row(t, f, w + (size_t)r * row);
     }
     for (int64_t r = DISTINCT_ROWS; r < rows; r++)
         memcpy(w + (size_t)r * row, w + (size_t)(r % DISTINCT_ROWS) * row, row);

@@ -61,6 +61,10 @@ struct lm_sched {
     int n_keep[LM_SCHED_MAX_BACKENDS];
 
     struct lm_graph *allocated;
+
+    lm_sched_want_fn want;       /* the observer (lm_sched_set_observer); observe NULL: none */
+    lm_sched_observe_fn observe;
+    void *observe_user;
 };
 
 /* ---- the tensor -> backend map ---- */
@@ -183,6 +187,13 @@ lm_backend_t lm_sched_get_tensor_backend(struct lm_sched *s, const struct lm_ten
 {
     int b = get_be(s, t);
     return b >= 0 ? s->backends[b] : NULL;
+}
+
+void lm_sched_set_observer(struct lm_sched *s, lm_sched_want_fn want, lm_sched_observe_fn observe, void *user)
+{
+    s->want = observe ? want : NULL;
+    s->observe = observe;
+    s->observe_user = observe ? user : NULL;
 }
 
 int lm_sched_n_splits(const struct lm_sched *s) { return s->n_splits; }
@@ -493,6 +504,43 @@ static lm_status copy_input(const struct lm_tensor *src, struct lm_tensor *dst)
     return st;
 }
 
+/* Compute nodes [first, first + n) of backend b's node list as one graph. */
+static lm_status compute_range(struct lm_sched *s, int b, int first, int n)
+{
+    struct lm_graph *bg = s->bgraph[b];
+    struct lm_graph sub = {
+        .size = n,
+        .n_nodes = n,
+        .nodes = bg->nodes + first,
+        .leafs = bg->leafs,
+        .n_leafs = 0,
+    };
+    lm_status st = lm_backend_graph_compute(s->backends[b], &sub);
+    lm_backend_synchronize(s->backends[b]);
+    return st;
+}
+
+/* A split under an observer: computed in pieces, each ending at a node the
+ * observer wants, which it then sees before the next piece runs. */
+static lm_status compute_observed(struct lm_sched *s, const struct split *sp)
+{
+    struct lm_graph *bg = s->bgraph[sp->backend];
+    int start = sp->first, end = sp->first + sp->n;
+    lm_status st = LM_OK;
+    for (int i = start; i < end && !st; i++) {
+        struct lm_tensor *n = bg->nodes[i];
+        if (s->want && !s->want(n, s->observe_user))
+            continue;
+        st = compute_range(s, sp->backend, start, i + 1 - start);
+        if (!st)
+            st = s->observe(n, s->observe_user);
+        start = i + 1;
+    }
+    if (!st && start < end)
+        st = compute_range(s, sp->backend, start, end - start);
+    return st;
+}
+
 lm_status lm_sched_graph_compute(struct lm_sched *s, struct lm_graph *g)
 {
     lm_status st = LM_OK;
@@ -504,16 +552,7 @@ lm_status lm_sched_graph_compute(struct lm_sched *s, struct lm_graph *g)
             st = copy_input(s->copies[k].src, s->copies[k].copy);
         if (st)
             break;
-        struct lm_graph *bg = s->bgraph[sp->backend];
-        struct lm_graph sub = {
-            .size = sp->n,
-            .n_nodes = sp->n,
-            .nodes = bg->nodes + sp->first,
-            .leafs = bg->leafs,
-            .n_leafs = 0,
-        };
-        st = lm_backend_graph_compute(s->backends[sp->backend], &sub);
-        lm_backend_synchronize(s->backends[sp->backend]);
+        st = s->observe ? compute_observed(s, sp) : compute_range(s, sp->backend, sp->first, sp->n);
     }
     return st;
 }

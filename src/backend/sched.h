@@ -40,6 +40,27 @@ lm_status lm_sched_graph_compute(struct lm_sched *s, struct lm_graph *g);
 /* Measure g and reserve each backend's compute buffer for it (sizes kept). */
 lm_status lm_sched_reserve(struct lm_sched *s, struct lm_graph *g);
 
+/* ---- observing computed nodes ----
+ *
+ * An observer sees chosen nodes as they are computed (lamina's imatrix
+ * collection reads the activations entering each weight's matrix product;
+ * llama.cpp's later eval callback is the same idea). want(node) is asked for
+ * every node of a split as the split runs (NULL: every node); for each node
+ * it accepts, the split is computed up to and including that node,
+ * and observe(node) runs before any later node: the node and its sources
+ * hold their values then (except a source an elementwise op overwrote in
+ * place). Tensors may live in any backend's memory: read them with
+ * lm_tensor_get unless their buffer is a host buffer. Splitting a run of
+ * nodes keeps every result the same (the CPU executor's fused pairs never
+ * start with a node an observer of matrix products accepts, and a fused pair
+ * computed apart gives the same numbers). A status other than LM_OK from
+ * observe stops the compute and is returned. Without an observer a split is
+ * one backend call, as before. Both run on the computing thread. */
+typedef bool (*lm_sched_want_fn)(const struct lm_tensor *node, void *user);
+typedef lm_status (*lm_sched_observe_fn)(const struct lm_tensor *node, void *user);
+/* Set (observe != NULL) or remove (observe == NULL) the observer. */
+void lm_sched_set_observer(struct lm_sched *s, lm_sched_want_fn want, lm_sched_observe_fn observe, void *user);
+
 /* Force node t onto backend be (before alloc_graph). */
 void lm_sched_set_tensor_backend(struct lm_sched *s, struct lm_tensor *t, lm_backend_t be);
 /* The backend node t was assigned to by the last alloc_graph, or NULL. */

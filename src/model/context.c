@@ -114,6 +114,11 @@ void lm_context_set_threads(struct lm_context *c, uint32_t n_threads, uint32_t n
     c->cp.n_threads_batch = n_threads_batch;
 }
 
+void lm_context_set_observer(struct lm_context *c, lm_sched_want_fn want, lm_sched_observe_fn observe, void *user)
+{
+    lm_sched_set_observer(c->sched, want, observe, user);
+}
+
 /* ---- batch checks ---- */
 
 struct batch_info {

@@ -38,8 +38,8 @@ static const struct lm_ftype_info ftypes[] = {
     {"Q4_1", 3, LM_TYPE_Q4_1, " 3.90G, +0.1585 ppl @ LLaMA-v1-7B"},
     {"Q5_0", 8, LM_TYPE_Q5_0, " 4.33G, +0.0683 ppl @ LLaMA-v1-7B"},
     {"Q5_1", 9, LM_TYPE_Q5_1, " 4.70G, +0.0349 ppl @ LLaMA-v1-7B"},
-    {"IQ2_XXS", 19, LM_TYPE_IQ2_XXS, " 2.06 bpw (needs an importance matrix; not implemented yet)"},
-    {"IQ2_XS", 20, LM_TYPE_IQ2_XS, " 2.31 bpw (needs an importance matrix; not implemented yet)"},
+    {"IQ2_XXS", 19, LM_TYPE_IQ2_XXS, " 2.06 bpw quantization (needs an importance matrix)"},
+    {"IQ2_XS", 20, LM_TYPE_IQ2_XS, " 2.31 bpw quantization (needs an importance matrix)"},
     {"Q2_K", 10, LM_TYPE_Q2_K, " 2.63G, +0.6717 ppl @ LLaMA-v1-7B"},
     {"Q2_K_S", 21, LM_TYPE_Q2_K, " 2.16G, +9.0634 ppl @ LLaMA-v1-7B (needs an importance matrix)"},
     {"Q3_K_S", 11, LM_TYPE_Q3_K, " 2.75G, +0.5551 ppl @ LLaMA-v1-7B"},
@@ -389,7 +389,7 @@ lm_status lm_quantize_rows(enum lm_type type, int64_t n_rows, int64_t n_per_row,
     if (!rows || !dst || n_rows < 0 || n_per_row <= 0)
         return LM_ERR_INVALID_ARG;
     const struct lm_quant_traits *qt = lm_quant_traits(type);
-    if (!qt->from_float || (qt->needs_imatrix && !imatrix))
+    if (!lm_quantize_supported(type) || (qt->needs_imatrix && !imatrix))
         return LM_ERR_UNSUPPORTED;
     if (n_per_row % lm_type_blck(type) != 0)
         return LM_ERR_SHAPE;
@@ -584,7 +584,7 @@ static lm_status plan(struct qfile *q)
         if (low_bit && !qt->imatrix)
             return qfail(q, LM_ERR_INVALID_ARG,
                          "Missing importance matrix for tensor %s in a very low-bit quantization", qt->ti->name);
-        if (!lm_quant_traits(qt->type)->from_float)
+        if (!lm_quantize_supported(qt->type))
             return qfail(q, LM_ERR_UNSUPPORTED, "tensor %s: lamina cannot encode %s yet", qt->ti->name,
                          lm_type_name(qt->type));
         if (qt->ti->type != LM_TYPE_F32 && (st = check_source(q, qt)))

@@ -118,6 +118,25 @@ struct lm_block_q8_K {
     int16_t bsums[LM_QK_K / 16];
 };
 
+/* IQ2_XXS: 8 groups of 32 elements, each two little-endian 32-bit words in
+ * qs (words 2g, 2g+1 = qs[4g..4g+3]): word 0 holds four 8-bit grid indices
+ * (byte k: elements 32g + 8k .. +7, lm_iq2xxs_grid), word 1 four 7-bit sign
+ * indices (bits 7k..7k+6, lm_iq2_sign_bytes) and the 4-bit group scale s
+ * (bits 28..31). x = d * (0.5 + s) * 0.25 * grid byte * sign. */
+struct lm_block_iq2_xxs {
+    lm_fp16 d;
+    uint16_t qs[LM_QK_K / 8];
+};
+
+/* IQ2_XS: qs[l] = one group of 8 elements (32 per 4 entries): bits 0..8 grid
+ * index (lm_iq2xs_grid), bits 9..15 sign index. scales[g]: low nibble = scale
+ * of elements 32g..32g+15, high nibble of 32g+16..32g+31; x as IQ2_XXS. */
+struct lm_block_iq2_xs {
+    lm_fp16 d;
+    uint16_t qs[LM_QK_K / 8];
+    uint8_t scales[LM_QK_K / 32];
+};
+
 /* Sizes must equal the core type table (lm_type_size). The literal numbers are
  * the GGUF facts; core/type.c computes the same values from its formulas. */
 _Static_assert(sizeof(struct lm_block_q4_0) == 18, "q4_0 block size");
@@ -132,6 +151,8 @@ _Static_assert(sizeof(struct lm_block_q4_K) == 144, "q4_K block size");
 _Static_assert(sizeof(struct lm_block_q5_K) == 176, "q5_K block size");
 _Static_assert(sizeof(struct lm_block_q6_K) == 210, "q6_K block size");
 _Static_assert(sizeof(struct lm_block_q8_K) == 292, "q8_K block size");
+_Static_assert(sizeof(struct lm_block_iq2_xxs) == 66, "iq2_xxs block size");
+_Static_assert(sizeof(struct lm_block_iq2_xs) == 74, "iq2_xs block size");
 
 /* The same facts expressed with the type-table formulas of core/type.c, so a
  * change to either side fails the build. */
@@ -147,6 +168,8 @@ _Static_assert(sizeof(struct lm_block_q4_K) == 4 + 12 + LM_QK_K / 2, "q4_K vs ty
 _Static_assert(sizeof(struct lm_block_q5_K) == 4 + 12 + LM_QK_K / 8 + LM_QK_K / 2, "q5_K vs type table");
 _Static_assert(sizeof(struct lm_block_q6_K) == LM_QK_K / 2 + LM_QK_K / 4 + LM_QK_K / 16 + 2, "q6_K vs type table");
 _Static_assert(sizeof(struct lm_block_q8_K) == 4 + LM_QK_K + LM_QK_K / 16 * 2, "q8_K vs type table");
+_Static_assert(sizeof(struct lm_block_iq2_xxs) == 2 + LM_QK_K / 8 * 2, "iq2_xxs vs type table");
+_Static_assert(sizeof(struct lm_block_iq2_xs) == 2 + LM_QK_K / 8 * 2 + LM_QK_K / 32, "iq2_xs vs type table");
 
 /* The 6-bit scale and min of sub-block j (0..7) of a Q4_K / Q5_K block:
  * j < 4: low 6 bits of bytes j and j+4; j >= 4: a nibble of byte j+4 plus the

@@ -151,6 +151,14 @@ void lm_quant_q6_K_imat(const float *x, void *y, int64_t n_per_row, const float 
 void lm_quant_q8_K_to_float(const void *x, float *y, int64_t n);
 void lm_quant_q8_K_from_float(const float *x, void *y, int64_t n);
 
+/* IQ2 (iq2.c, iq2_quant.c). The encoders need an importance matrix and the
+ * type's lattice tables: call lm_quant_iq2_ready first (false: out of memory). */
+void lm_quant_iq2_xxs_to_float(const void *x, float *y, int64_t n);
+void lm_quant_iq2_xxs_imat(const float *x, void *y, int64_t n_per_row, const float *qw);
+void lm_quant_iq2_xs_to_float(const void *x, float *y, int64_t n);
+void lm_quant_iq2_xs_imat(const float *x, void *y, int64_t n_per_row, const float *qw);
+bool lm_quant_iq2_ready(bool xs);
+
 /* Shared by the K-quant files: pack 256 2-bit codes L[0..256) (values 0..3)
  * into qs[64] (byte l of group g: elements 128g + l + 32s at bit 2s). */
 void lm_quant_pack_2bit(const uint8_t *L, uint8_t *qs);

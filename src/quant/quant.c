@@ -2,8 +2,8 @@
  * lm_validate_row_data.
  *
  * The table is indexed by lm_type with designated initializers; a type without
- * a row (integer types, IQ2_XXS / IQ2_XS for now, unknown ids) gets the row of
- * NULLs. Everything here is stateless and thread-safe.
+ * a row (integer types, unknown ids) gets the row of NULLs. IQ2_XXS / IQ2_XS
+ * encode only through lm_quantize_chunk with an importance matrix. Everything here is stateless and thread-safe.
  */
 #include <math.h>
 
@@ -36,10 +36,9 @@ static const struct quant_row rows[LM_TYPE_COUNT] = {
     [LM_TYPE_Q5_K] = ROW(lm_quant_q5_K_to_float, lm_quant_q5_K_from_float, lm_quant_q5_K_imat),
     [LM_TYPE_Q6_K] = ROW(lm_quant_q6_K_to_float, lm_quant_q6_K_from_float, lm_quant_q6_K_imat),
     [LM_TYPE_Q8_K] = ROW(lm_quant_q8_K_to_float, lm_quant_q8_K_from_float, NULL),
-    /* IQ2_XXS / IQ2_XS: not implemented yet (they need the 256/512-entry lattice
-     * codebooks); the row stays NULL except for the imatrix requirement. */
-    [LM_TYPE_IQ2_XXS] = {{NULL, NULL, true}, NULL},
-    [LM_TYPE_IQ2_XS] = {{NULL, NULL, true}, NULL},
+    /* IQ2_XXS / IQ2_XS: no encoder without an importance matrix (as in the seed) */
+    [LM_TYPE_IQ2_XXS] = {{lm_quant_iq2_xxs_to_float, NULL, true}, lm_quant_iq2_xxs_imat},
+    [LM_TYPE_IQ2_XS] = {{lm_quant_iq2_xs_to_float, NULL, true}, lm_quant_iq2_xs_imat},
 };
 
 static const struct quant_row none = {{NULL, NULL, false}, NULL};
@@ -57,6 +56,13 @@ const struct lm_quant_traits *lm_quant_traits(enum lm_type t) { return &row_of(t
 /* See quant.h; thread-safe. */
 bool lm_quantize_requires_imatrix(enum lm_type t) { return row_of(t)->pub.needs_imatrix; }
 
+/* See quant.h; thread-safe. */
+bool lm_quantize_supported(enum lm_type t)
+{
+    const struct quant_row *r = row_of(t);
+    return r->pub.from_float || (r->pub.needs_imatrix && r->imat);
+}
+
 /* See quant.h: bytes written or 0 on a bad argument; writes only dst rows
  * [start_row, start_row + nrows); thread-safe for disjoint row ranges. */
 size_t lm_quantize_chunk(enum lm_type type, const float *src, void *dst, int64_t start_row, int64_t nrows,
@@ -64,11 +70,13 @@ size_t lm_quantize_chunk(enum lm_type type, const float *src, void *dst, int64_t
 {
     const struct quant_row *r = row_of(type);
     const int64_t blck = lm_type_blck(type);
-    if (!r->pub.from_float || blck <= 0 || !src || !dst || start_row < 0 || nrows < 0 || n_per_row <= 0 ||
-        n_per_row % blck != 0)
+    if ((!r->pub.from_float && !r->imat) || blck <= 0 || !src || !dst || start_row < 0 || nrows < 0 ||
+        n_per_row <= 0 || n_per_row % blck != 0)
         return 0;
     if (r->pub.needs_imatrix && !imatrix)
         return 0;
+    if ((type == LM_TYPE_IQ2_XXS || type == LM_TYPE_IQ2_XS) && !lm_quant_iq2_ready(type == LM_TYPE_IQ2_XS))
+        return 0; /* out of memory for the lattice tables */
     const size_t row_size = lm_row_size(type, n_per_row);
     const float *x = src + start_row * n_per_row;
     char *y = (char *)dst + (size_t)start_row * row_size;

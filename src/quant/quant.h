@@ -26,8 +26,9 @@ struct lm_quant_traits {
 };
 
 /* Conversion functions of a type. For an unsupported type, a row of NULLs. Never NULL.
- * Implemented: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q2_K..Q6_K, Q8_K.
- * IQ2_XXS / IQ2_XS are not implemented yet (NULL functions, needs_imatrix set). */
+ * Implemented: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q2_K..Q6_K, Q8_K,
+ * IQ2_XXS, IQ2_XS (to_float only: they encode through lm_quantize_chunk with an
+ * importance matrix; needs_imatrix set). */
 const struct lm_quant_traits *lm_quant_traits(enum lm_type t);
 
 /* Quantize rows [start_row, start_row + nrows) of a matrix of rows of
@@ -35,12 +36,18 @@ const struct lm_quant_traits *lm_quant_traits(enum lm_type t);
  * dst + r*lm_row_size(type, n_per_row)). imatrix: NULL or n_per_row
  * importance weights (the quantizers that support it use it; IQ2 requires it).
  * Without imatrix the bytes equal ggml's reference quantizers; with one, the
- * seed's (llama.cpp b1892) imatrix quantizers (Q4_0..Q5_1, Q2_K..Q6_K; F16,
- * BF16, F32, Q8_0, Q8_1, Q8_K ignore it). Returns the bytes written, or 0 on a
- * bad argument (unsupported type, NULL src/dst, start_row < 0, n_per_row not a
- * positive multiple of the block size, missing required imatrix). Thread-safe. */
+ * seed's (llama.cpp b1892) imatrix quantizers (Q4_0..Q5_1, Q2_K..Q6_K,
+ * IQ2_XXS, IQ2_XS; F16, BF16, F32, Q8_0, Q8_1, Q8_K ignore it). Returns the
+ * bytes written, or 0 on a bad argument (unsupported type, NULL src/dst,
+ * start_row < 0, n_per_row not a positive multiple of the block size, missing
+ * required imatrix) or when IQ2's lattice tables (built on first use, ~0.4 MB)
+ * cannot be allocated. Thread-safe. */
 size_t lm_quantize_chunk(enum lm_type type, const float *src, void *dst, int64_t start_row, int64_t nrows,
                          int64_t n_per_row, const float *imatrix);
+
+/* True when lm_quantize_chunk can encode this type (given an importance
+ * matrix where lm_quantize_requires_imatrix says so). Thread-safe. */
+bool lm_quantize_supported(enum lm_type t);
 
 /* True when lm_quantize_chunk needs an importance matrix for this type. */
 bool lm_quantize_requires_imatrix(enum lm_type t);

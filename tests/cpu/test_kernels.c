@@ -14,8 +14,8 @@
  * 3. MUL_MAT / MUL_MAT_ID / a multi-op graph through the backend with 1..4
  *    threads (unclamped) per ISA: every thread count gives the same bits; the
  *    1-thread matmul equals direct vec_dot calls bit for bit; the dequantizing
- *    path (Q8_1/Q8_K weights) equals decode + F32 dot; IQ2 weights against
- *    llama.cpp's dequantization (refused, and checked so, until quant/ decodes IQ2).
+ *    path (Q8_1/Q8_K weights) equals decode + F32 dot; IQ2 weights (llama.cpp's
+ *    blocks, direct vec_dot) against llama.cpp's dequantization.
  */
 #include <ctype.h>
 #include <math.h>
@@ -36,7 +36,8 @@
 
 static const enum lm_type dot_types[] = {
     LM_TYPE_F32,  LM_TYPE_F16,  LM_TYPE_BF16, LM_TYPE_Q4_0, LM_TYPE_Q4_1, LM_TYPE_Q5_0, LM_TYPE_Q5_1,
-    LM_TYPE_Q8_0, LM_TYPE_Q2_K, LM_TYPE_Q3_K, LM_TYPE_Q4_K, LM_TYPE_Q5_K, LM_TYPE_Q6_K,
+    LM_TYPE_Q8_0, LM_TYPE_Q2_K, LM_TYPE_Q3_K, LM_TYPE_Q4_K, LM_TYPE_Q5_K, LM_TYPE_Q6_K, LM_TYPE_IQ2_XXS,
+    LM_TYPE_IQ2_XS,
 };
 #define N_DOT_TYPES ((int)(sizeof dot_types / sizeof dot_types[0]))
 
@@ -232,10 +233,17 @@ static void random_row(struct uc_rng *r, enum lm_type t, void *x, int64_t n)
     float *f = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
     for (int64_t i = 0; i < n; i++)
         f[i] = uc_float(r, -1.0f, 1.0f);
-    if (t == LM_TYPE_F32)
+    if (t == LM_TYPE_F32) {
         memcpy(x, f, (size_t)n * sizeof(float));
-    else if (n > 0)
+    } else if (n > 0 && lm_quantize_requires_imatrix(t)) { /* IQ2: no plain encoder */
+        float *w = malloc((size_t)n * sizeof(float));
+        for (int64_t i = 0; i < n; i++)
+            w[i] = 1.0f;
+        CHECK(lm_quantize_chunk(t, f, x, 0, 1, n, w) == lm_row_size(t, n));
+        free(w);
+    } else if (n > 0) {
         lm_quant_traits(t)->from_float(f, x, n);
+    }
     free(f);
 }
 
@@ -607,7 +615,7 @@ static void test_backend_mul_mat_id(lm_backend_t be[MAX_THREADS], enum lm_type t
     free(first);
 }
 
-/* Weights without a direct kernel (IQ2_*): llama.cpp's blocks through MUL_MAT
+/* IQ2 weights: llama.cpp's blocks through MUL_MAT (the direct vec_dot path)
  * against llama.cpp's dequantization times Q8_K-rounded activations. */
 static void test_backend_iq2(lm_backend_t be, enum lm_type t)
 {
@@ -619,12 +627,8 @@ static void test_backend_iq2(lm_backend_t be, enum lm_type t)
     float *deq = uc_fixture(rel, &nd);
     float *input = uc_fixture("quant/Q8_0.input.f32", &ni);
     struct lm_ctx *ctx = uc_ctx((size_t)4 << 20);
-    if (!lm_quant_traits(t)->to_float) { /* quant/ has no decoder for it yet */
-        printf("skip: mul_mat %s (no decoder in quant/ yet)\n", lm_type_name(t));
-        struct lm_tensor *out = lm_mul_mat(ctx, lm_new_tensor_2d(ctx, t, FIX_COLS, FIX_ROWS),
-                                           lm_new_tensor_2d(ctx, LM_TYPE_F32, FIX_COLS, 3));
-        CHECK(out && !lm_backend_supports_op(be, out)); /* refused, not computed wrongly */
-    } else if (blocks && deq && input && nb == lm_row_size(t, FIX_COLS) * FIX_ROWS) {
+    CHECK(lm_cpu_kernels()->type[t].vec_dot != NULL);
+    if (blocks && deq && input && nb == lm_row_size(t, FIX_COLS) * FIX_ROWS) {
         struct lm_tensor *a = lm_new_tensor_2d(ctx, t, FIX_COLS, FIX_ROWS);
         struct lm_tensor *b = lm_new_tensor_2d(ctx, LM_TYPE_F32, FIX_COLS, 3);
         const int act[3] = {0, 8, 9};

@@ -11,11 +11,14 @@
  *      Q8 codes -128 included), random finite scales, activations in [-127, 127];
  *    - "extreme": all weight bytes 0xFF or 0x00 with activation codes all
  *      +127 or -127 (largest pair sums: no int16 saturation allowed).
- *    Non-exact cases use test_kernels.c's bound 4.8e-7 (terms + 8) sum|x y|.
+ *    Non-exact cases use test_kernels.c's bound 4.8e-7 (terms + 8) sum|x y|,
+ *    except IQ2_XXS / IQ2_XS, bit-identical in every mode (and with
+ *    activation codes of -128 too).
  *    Every level's table is tested whole (slots inherited from a lower level
  *    too); the counts of each level's own kernels are checked at the end.
  *    BF16 also with subnormal and underflowing terms (vdpbf16ps flushes them).
- *    vec_dot_rows of every table that has one: each row bit-identical to vec_dot.
+ *    vec_dot_rows of every table that has one: each row bit-identical to vec_dot;
+ *    vec_dot_cols (IQ2) likewise for every column count.
  *    F16 dots over 32-aligned sub-ranges equal the full-row dot (attention).
  *    Each level's own vec_dot / vec_dot_rows with rows ending at a guard page
  *    (a read past the end faults).
@@ -44,7 +47,7 @@ static const int *half_fields(enum lm_type t)
     static const int d0[] = {0, -1}, d0m2[] = {0, 2, -1}, q2k[] = {80, 82, -1}, q3k[] = {108, -1},
                      q6k[] = {208, -1}, none[] = {-1};
     switch (t) {
-    case LM_TYPE_Q4_0: case LM_TYPE_Q5_0: case LM_TYPE_Q8_0: return d0;
+    case LM_TYPE_Q4_0: case LM_TYPE_Q5_0: case LM_TYPE_Q8_0: case LM_TYPE_IQ2_XXS: case LM_TYPE_IQ2_XS: return d0;
     case LM_TYPE_Q4_1: case LM_TYPE_Q5_1: case LM_TYPE_Q8_1: case LM_TYPE_Q4_K: case LM_TYPE_Q5_K: return d0m2;
     case LM_TYPE_Q2_K: return q2k;
     case LM_TYPE_Q3_K: return q3k;
@@ -143,7 +146,7 @@ static bool dot_case(const struct lm_cpu_kernels *k, const struct lm_cpu_kernels
     k->type[t].vec_dot(n, &b, x, y);
     bool ok;
     double tol = 0.0;
-    if (m == EXACT) {
+    if (m == EXACT || t == LM_TYPE_IQ2_XXS || t == LM_TYPE_IQ2_XS) { /* IQ2: same bits on every input */
         ok = memcmp(&a, &b, sizeof a) == 0;
     } else {
         float *xf = malloc(sizeof(float) * (size_t)(n + 1)), *yf = malloc(sizeof(float) * (size_t)(n + 1));
@@ -179,6 +182,78 @@ static void isa_dots(const struct lm_cpu_kernels *k, const struct lm_cpu_kernels
     }
     CHECKF(bad == 0, "%s vec_dot %s: %d of %d crafted cases differ from generic", lm_cpu_isa_name(k->isa),
            lm_type_name(t), bad, cases);
+}
+
+/* IQ2 with Q8_K activation codes of every value, -128 included (a sign
+ * applied to the activation in int8 would turn -128 into -128, not +128):
+ * random weight blocks, every level bit-identical to generic. */
+static void isa_iq2_full_range(const struct lm_cpu_kernels *k, const struct lm_cpu_kernels *g, enum lm_type t,
+                               struct uc_rng *r)
+{
+    int bad = 0;
+    for (int64_t nb = 1; nb <= 9; nb += 4) {
+        const int64_t n = nb * LM_QK_K;
+        uint8_t *x = uc_alloc(lm_row_size(t, n), 2);
+        struct lm_block_q8_K *y = uc_alloc(lm_row_size(LM_TYPE_Q8_K, n), 4);
+        make_weights(r, t, x, n, RANDOM, 0);
+        for (int64_t b = 0; b < nb; b++) {
+            y[b].d = uc_float(r, -0.05f, 0.05f);
+            for (int i = 0; i < LM_QK_K; i++)
+                y[b].qs[i] = (int8_t)(uc_u64(r) % 3 == 0 ? -128 : (int)(uc_u64(r) % 256) - 128);
+            for (int j = 0; j < 16; j++) {
+                int s = 0;
+                for (int i = 0; i < 16; i++)
+                    s += y[b].qs[16 * j + i];
+                y[b].bsums[j] = (int16_t)s;
+            }
+        }
+        float a = NAN, c = NAN;
+        g->type[t].vec_dot(n, &a, x, y);
+        k->type[t].vec_dot(n, &c, x, y);
+        bad += memcmp(&a, &c, sizeof a) != 0;
+        uc_free(x);
+        uc_free(y);
+    }
+    CHECKF(bad == 0, "%s vec_dot %s with -128 activations differs from generic (%d)", lm_cpu_isa_name(k->isa),
+           lm_type_name(t), bad);
+}
+
+/* vec_dot_cols of every table that has one: for 1..16 columns (activation
+ * codes of every value, -128 included) each result bit-identical to the
+ * table's vec_dot and to generic. */
+static void isa_dot_cols(const struct lm_cpu_kernels *k, const struct lm_cpu_kernels *g, enum lm_type t,
+                         struct uc_rng *r)
+{
+    const int64_t nb = 3, n = nb * LM_QK_K;
+    uint8_t *x = uc_alloc(lm_row_size(t, n), 2);
+    struct lm_block_q8_K *y[LM_VEC_DOT_COLS_MAX];
+    make_weights(r, t, x, n, RANDOM, 0);
+    for (int c = 0; c < LM_VEC_DOT_COLS_MAX; c++) {
+        y[c] = uc_alloc(lm_row_size(LM_TYPE_Q8_K, n), 4);
+        make_acts(r, LM_TYPE_Q8_K, (uint8_t *)y[c], n, c % 4 == 3 ? EXTREME : RANDOM, c % 8 == 7);
+        if (c % 4 == 1)
+            for (int64_t i = 0; i < n; i += 3)
+                y[c][i / LM_QK_K].qs[i % LM_QK_K] = -128;
+    }
+    int bad = 0;
+    for (int nc = 1; nc <= LM_VEC_DOT_COLS_MAX; nc++) {
+        float got[LM_VEC_DOT_COLS_MAX + 1], *outs[LM_VEC_DOT_COLS_MAX];
+        for (int c = 0; c < nc; c++)
+            outs[c] = &got[c];
+        got[nc] = 1234.5f;
+        k->type[t].vec_dot_cols(n, nc, outs, x, (const void *const *)y);
+        for (int c = 0; c < nc; c++) {
+            float a = NAN, b = NAN;
+            k->type[t].vec_dot(n, &a, x, y[c]);
+            g->type[t].vec_dot(n, &b, x, y[c]);
+            bad += memcmp(&a, &got[c], sizeof a) != 0 || memcmp(&b, &got[c], sizeof b) != 0;
+        }
+        bad += got[nc] != 1234.5f;
+    }
+    CHECKF(bad == 0, "%s %s vec_dot_cols differs from vec_dot (%d)", lm_cpu_isa_name(k->isa), lm_type_name(t), bad);
+    uc_free(x);
+    for (int c = 0; c < LM_VEC_DOT_COLS_MAX; c++)
+        uc_free(y[c]);
 }
 
 /* A buffer whose last byte is followed by an inaccessible page: a kernel
@@ -506,6 +581,28 @@ static void isa_dot_rows(const struct lm_cpu_kernels *k, enum lm_type t, struct 
     uc_free(fx);
 }
 
+/* The AVX-512 IQ2 kernels by name (the AVX-512 table has them only on
+ * non-AMD CPUs): a copy of that table with them installed, through the same
+ * checks as the table slots. */
+static void isa_iq2_avx512_named(const struct lm_cpu_kernels *g, struct uc_rng *r)
+{
+    const struct lm_cpu_kernels *k512 = lm_cpu_kernels_for(LM_ISA_AVX512);
+    if (!k512)
+        return;
+    static struct lm_cpu_kernels k;
+    k = *k512;
+    k.type[LM_TYPE_IQ2_XXS].vec_dot = vec_dot_iq2_xxs_q8_K_avx512;
+    k.type[LM_TYPE_IQ2_XXS].vec_dot_cols = vec_dot_cols_iq2_xxs_q8_K_avx512;
+    k.type[LM_TYPE_IQ2_XS].vec_dot = vec_dot_iq2_xs_q8_K_avx512;
+    k.type[LM_TYPE_IQ2_XS].vec_dot_cols = vec_dot_cols_iq2_xs_q8_K_avx512;
+    for (enum lm_type t = LM_TYPE_IQ2_XXS; t <= LM_TYPE_IQ2_XS; t++) {
+        isa_dots(&k, g, t, r);
+        isa_iq2_full_range(&k, g, t, r);
+        isa_dot_cols(&k, g, t, r);
+        isa_guard(&k, t, r);
+    }
+}
+
 int main(void)
 {
     const struct lm_cpu_kernels *g = lm_cpu_kernels_for(LM_ISA_GENERIC);
@@ -527,6 +624,13 @@ int main(void)
         for (int t = 0; t < LM_TYPE_COUNT; t++)
             if (k->vec_dot_isa[t] == (enum lm_cpu_isa)i)
                 isa_guard(k, (enum lm_type)t, &r);
+        for (int t = 0; t < LM_TYPE_COUNT; t++)
+            if (k->type[t].vec_dot_cols)
+                isa_dot_cols(k, g, (enum lm_type)t, &r);
+        if (k->vec_dot_isa[LM_TYPE_IQ2_XXS] != LM_ISA_GENERIC)
+            isa_iq2_full_range(k, g, LM_TYPE_IQ2_XXS, &r);
+        if (k->vec_dot_isa[LM_TYPE_IQ2_XS] != LM_ISA_GENERIC)
+            isa_iq2_full_range(k, g, LM_TYPE_IQ2_XS, &r);
         for (int t = 0; t < LM_TYPE_COUNT; t++)
             if (k->type[t].vec_dot_rows) {
                 isa_dot_rows(k, (enum lm_type)t, &r);
@@ -556,6 +660,7 @@ int main(void)
                    lm_type_name((enum lm_type)t));
         }
     }
+    isa_iq2_avx512_named(g, &r);
     /* each level present fills its own slots: AVX2 all 13 dot types (F16 rows);
      * AVX-512 all but F32 (init_avx512.c says why; BF16 only with AVX512_BF16;
      * F16 (, BF16) rows) */

@@ -27,15 +27,19 @@ struct fixture_type {
     enum lm_type type;
     bool imat;          /* has the .imat set */
     bool imat_seed;     /* the imat set's seed bytes differ: use .imat.seed_blocks.bin */
+    bool main_imat;     /* the main set was quantized with imatrix.f32 (IQ2: required) */
+    bool main_seed;     /* the main set's seed bytes differ: use .seed_blocks.bin */
 };
 
 static const struct fixture_type types[] = {
-    {"F16", LM_TYPE_F16, false, false},   {"BF16", LM_TYPE_BF16, false, false},
-    {"Q4_0", LM_TYPE_Q4_0, true, false},  {"Q4_1", LM_TYPE_Q4_1, true, false},
-    {"Q5_0", LM_TYPE_Q5_0, true, false},  {"Q5_1", LM_TYPE_Q5_1, true, false},
-    {"Q8_0", LM_TYPE_Q8_0, true, false},  {"Q2_K", LM_TYPE_Q2_K, true, false},
-    {"Q3_K", LM_TYPE_Q3_K, true, false},  {"Q4_K", LM_TYPE_Q4_K, true, true},
-    {"Q5_K", LM_TYPE_Q5_K, true, true},   {"Q6_K", LM_TYPE_Q6_K, true, false},
+    {"F16", LM_TYPE_F16, false, false, false, false},   {"BF16", LM_TYPE_BF16, false, false, false, false},
+    {"Q4_0", LM_TYPE_Q4_0, true, false, false, false},  {"Q4_1", LM_TYPE_Q4_1, true, false, false, false},
+    {"Q5_0", LM_TYPE_Q5_0, true, false, false, false},  {"Q5_1", LM_TYPE_Q5_1, true, false, false, false},
+    {"Q8_0", LM_TYPE_Q8_0, true, false, false, false},  {"Q2_K", LM_TYPE_Q2_K, true, false, false, false},
+    {"Q3_K", LM_TYPE_Q3_K, true, false, false, false},  {"Q4_K", LM_TYPE_Q4_K, true, true, false, false},
+    {"Q5_K", LM_TYPE_Q5_K, true, true, false, false},   {"Q6_K", LM_TYPE_Q6_K, true, false, false, false},
+    {"IQ2_XXS", LM_TYPE_IQ2_XXS, true, true, true, true},
+    {"IQ2_XS", LM_TYPE_IQ2_XS, true, false, true, false},
 };
 
 #define NTYPES (sizeof types / sizeof types[0])
@@ -101,16 +105,22 @@ static bool check_quant(const struct fixture_type *t, const char *what, const fl
 static void test_fixtures(void)
 {
     float *imat_var = load("imatrix_var", ".f32", NCOLS * 4);
+    float *imat_one = load("imatrix", ".f32", NCOLS * 4);
     for (size_t k = 0; k < NTYPES; k++) {
         const struct fixture_type *t = &types[k];
         const size_t bytes = lm_row_size(t->type, NCOLS) * NROWS;
         float *in = load(t->file, ".input.f32", NELEM * 4);
         void *blocks = load(t->file, ".blocks.bin", bytes);
         float *deq = load(t->file, ".dequant.f32", NELEM * 4);
-        if (!in || !blocks || !deq || !imat_var)
+        void *mseed = t->main_seed ? load(t->file, ".seed_blocks.bin", bytes) : NULL;
+        float *mseedd = t->main_seed ? load(t->file, ".seed_dequant.f32", NELEM * 4) : NULL;
+        if (!in || !blocks || !deq || !imat_var || !imat_one || (t->main_seed && (!mseed || !mseedd)))
             goto next;
         bool dq = check_dequant(t, "main", blocks, deq);
-        bool qq = check_quant(t, "main", in, blocks, NULL);
+        if (t->main_seed)
+            dq = check_dequant(t, "main.seed", mseed, mseedd) && dq;
+        bool qq = check_quant(t, t->main_seed ? "main(seed)" : "main", in, t->main_seed ? mseed : blocks,
+                              t->main_imat ? imat_one : NULL);
         const char *idq = "-", *iq = "-";
         if (t->imat) {
             void *ib = load(t->file, ".imat.blocks.bin", bytes);
@@ -129,14 +139,17 @@ static void test_fixtures(void)
             free(sb);
             free(sd);
         }
-        printf("%-5s: dequant %s, quant %s, imat dequant %s, imat quant %s\n", lm_type_name(t->type),
+        printf("%-7s: dequant %s, quant %s, imat dequant %s, imat quant %s\n", lm_type_name(t->type),
                dq ? "exact" : "DIFF", qq ? "exact" : "DIFF", idq, iq);
     next:
         free(in);
         free(blocks);
         free(deq);
+        free(mseed);
+        free(mseedd);
     }
     free(imat_var);
+    free(imat_one);
 }
 
 static void test_sizes_and_traits(void)
@@ -153,8 +166,13 @@ static void test_sizes_and_traits(void)
     CHECK(sizeof(struct lm_block_q5_K) == lm_type_size(LM_TYPE_Q5_K));
     CHECK(sizeof(struct lm_block_q6_K) == lm_type_size(LM_TYPE_Q6_K));
     CHECK(sizeof(struct lm_block_q8_K) == lm_type_size(LM_TYPE_Q8_K));
+    CHECK(sizeof(struct lm_block_iq2_xxs) == lm_type_size(LM_TYPE_IQ2_XXS));
+    CHECK(sizeof(struct lm_block_iq2_xs) == lm_type_size(LM_TYPE_IQ2_XS));
+    /* IQ2: a decoder, no plain encoder (only lm_quantize_chunk with an imatrix) */
+    CHECK(lm_quant_traits(LM_TYPE_IQ2_XXS)->to_float && !lm_quant_traits(LM_TYPE_IQ2_XXS)->from_float);
+    CHECK(lm_quant_traits(LM_TYPE_IQ2_XS)->to_float && !lm_quant_traits(LM_TYPE_IQ2_XS)->from_float);
     /* unsupported: a row of NULLs, never NULL itself */
-    const enum lm_type unsup[] = {LM_TYPE_IQ2_XXS, LM_TYPE_IQ2_XS, LM_TYPE_I32, (enum lm_type)4, (enum lm_type)99};
+    const enum lm_type unsup[] = {LM_TYPE_I32, (enum lm_type)4, (enum lm_type)99};
     for (size_t i = 0; i < sizeof unsup / sizeof unsup[0]; i++) {
         const struct lm_quant_traits *tr = lm_quant_traits(unsup[i]);
         CHECK(tr && !tr->to_float && !tr->from_float);
@@ -177,8 +195,11 @@ static void test_bad_args(void)
     CHECK(lm_quantize_chunk(LM_TYPE_I32, x, y, 0, 1, 32, NULL) == 0);
     CHECK(lm_quantize_chunk((enum lm_type)4, x, y, 0, 1, 32, NULL) == 0);
     CHECK(lm_quantize_chunk((enum lm_type)-1, x, y, 0, 1, 32, NULL) == 0);
-    CHECK(lm_quantize_chunk(LM_TYPE_IQ2_XXS, x, y, 0, 1, 256, NULL) == 0); /* not implemented, needs imatrix */
-    CHECK(lm_quantize_chunk(LM_TYPE_IQ2_XS, x, y, 0, 1, 256, x) == 0);    /* not implemented */
+    CHECK(lm_quantize_chunk(LM_TYPE_IQ2_XXS, x, y, 0, 1, 256, NULL) == 0); /* needs an imatrix */
+    CHECK(lm_quantize_chunk(LM_TYPE_IQ2_XS, x, y, 0, 1, 256, NULL) == 0);
+    CHECK(lm_quantize_chunk(LM_TYPE_IQ2_XS, x, y, 0, 1, 128, x) == 0);    /* not a multiple of 256 */
+    CHECK(lm_quantize_chunk(LM_TYPE_IQ2_XS, x, y, 0, 1, 256, x) == 74);
+    CHECK(lm_quantize_chunk(LM_TYPE_IQ2_XXS, x, y, 0, 2, 512, x) == 264);
     CHECK(lm_quantize_chunk(LM_TYPE_F16, x, y, 0, 1, 7, NULL) == 14);      /* block size 1 */
     CHECK(lm_quantize_chunk(LM_TYPE_Q4_K, x, y, 0, 0, 256, NULL) == 0);     /* no rows: nothing written */
 }
@@ -189,7 +210,8 @@ static void test_zero_and_nan(void)
 {
     const enum lm_type all[] = {LM_TYPE_F32,  LM_TYPE_F16,  LM_TYPE_BF16, LM_TYPE_Q4_0, LM_TYPE_Q4_1,
                                 LM_TYPE_Q5_0, LM_TYPE_Q5_1, LM_TYPE_Q8_0, LM_TYPE_Q8_1, LM_TYPE_Q2_K,
-                                LM_TYPE_Q3_K, LM_TYPE_Q4_K, LM_TYPE_Q5_K, LM_TYPE_Q6_K, LM_TYPE_Q8_K};
+                                LM_TYPE_Q3_K, LM_TYPE_Q4_K, LM_TYPE_Q5_K, LM_TYPE_Q6_K, LM_TYPE_Q8_K,
+                                LM_TYPE_IQ2_XXS, LM_TYPE_IQ2_XS};
     static float x[NCOLS], w[NCOLS], out[NCOLS];
     static uint8_t q[NCOLS * 4];
     for (int i = 0; i < NCOLS; i++)
@@ -197,7 +219,7 @@ static void test_zero_and_nan(void)
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) {
         const enum lm_type t = all[k];
         const size_t rs = lm_row_size(t, NCOLS);
-        for (int pass = 0; pass < 2; pass++) {
+        for (int pass = lm_quantize_requires_imatrix(t) ? 1 : 0; pass < 2; pass++) {
             const float *imat = pass ? w : NULL;
             memset(x, 0, sizeof x);
             CHECK(lm_quantize_chunk(t, x, q, 0, 1, NCOLS, imat) == rs);

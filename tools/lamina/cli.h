@@ -17,8 +17,11 @@ int cmd_serve(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_perplexity(int argc, char **argv);
 int cmd_mkmodel(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
+int cmd_imatrix(int argc, char **argv);
+int cmd_export_lora(int argc, char **argv);
 
 /* Argument helpers: the value of option argv[*i] (advancing *i), or NULL with
  * a message when it is missing. */
@@ -32,13 +35,23 @@ void cli_unescape(char *s);
 char *cli_read_file(const char *path, size_t *len);
 
 /* The model and context flags of run, chat and serve. */
+#define CLI_MAX_LORA 32
+struct cli_lora {
+    const char *path;
+    float scale;
+};
 struct cli_model_opts {
     const char *model;
     long long n_ctx, n_batch, n_threads, n_threads_batch, seed;
     enum ggml_type type_k, type_v;
     bool no_mmap, mlock, verbose;
+    struct cli_lora lora[CLI_MAX_LORA]; /* --lora / --lora-scaled, applied in this order */
+    int n_lora;
+    const char *lora_base;              /* --lora-base: the weights the deltas are added to, or NULL */
 };
 struct cli_model_opts cli_model_defaults(void);
+/* Append an adapter to o; false (with a message) when CLI_MAX_LORA are there. */
+bool cli_model_add_lora(struct cli_model_opts *o, const char *path, float scale);
 /* Option groups: if argv[*i] is one of the group's flags, take it (and its
  * value, advancing *i) and return 1; return 0 when it is not, -1 (with a
  * message) when its value is missing or malformed. */
@@ -47,8 +60,12 @@ int cli_sampling_flag(int argc, char **argv, int *i, struct lm_sampler_params *o
 /* The groups' lines of a --help text. */
 void cli_model_usage(FILE *f);
 void cli_sampling_usage(FILE *f);
-/* Load o->model and make its context (quiet log unless o->verbose); 0 on
- * success, 1 with a message. The caller frees both (llama_free, llama_free_model). */
+/* Load o->model, apply its adapters (cli_model_open) and make its context
+ * (quiet log unless o->verbose); 0 on success, 1 with a message. The caller
+ * frees both (llama_free, llama_free_model). */
 int cli_model_load(const struct cli_model_opts *o, struct llama_model **model, struct llama_context **ctx);
+/* The first half of cli_model_load: load o->model and apply o's adapters in
+ * order (o->n_threads threads); 0, or 1 with a message and *model NULL. */
+int cli_model_open(const struct cli_model_opts *o, struct llama_model **model);
 
 #endif

@@ -17,7 +17,10 @@ static const struct command commands[] = {
     {"tokenize", cmd_tokenize, "print the tokens of a text"},
     {"inspect", cmd_inspect, "print a GGUF file's metadata and tensor table"},
     {"bench", cmd_bench, "measure prompt processing and generation speed"},
+    {"perplexity", cmd_perplexity, "perplexity of a model on a text; KL divergence against a base model"},
+    {"imatrix", cmd_imatrix, "compute an importance matrix over a text (for quantize --imatrix)"},
     {"quantize", cmd_quantize, "re-encode a GGUF model's weights (Q4_0, Q4_K_M, Q8_0, ...)"},
+    {"export-lora", cmd_export_lora, "merge LoRA adapters into a model and write it as a new GGUF file"},
     {"mkmodel", cmd_mkmodel, "write a model with a real model's shapes and synthetic weights"},
 };
 
@@ -25,7 +28,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: lamina <command> [options]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+        fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].help);
     fprintf(f, "\n`lamina <command> --help` describes a command's options.\n");
 }
 

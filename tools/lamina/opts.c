@@ -1,6 +1,8 @@
 /* opts.c - the option groups `lamina run`, `chat` and `serve` share: the
  * model and context flags, and the sampling flags (llama.cpp's names), with
- * one help text each and one place that loads a model and its context. */
+ * one help text each and one place that loads a model (applying its LoRA
+ * adapters) and its context. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,20 @@ struct cli_model_opts cli_model_defaults(void)
 {
     return (struct cli_model_opts){.n_ctx = 512, .n_batch = 512, .n_threads = n_cores(), .n_threads_batch = -1,
                                    .seed = -1, .type_k = GGML_TYPE_F16, .type_v = GGML_TYPE_F16};
+}
+
+bool cli_model_add_lora(struct cli_model_opts *o, const char *path, float scale)
+{
+    if (o->n_lora >= CLI_MAX_LORA) {
+        fprintf(stderr, "error: at most %d LoRA adapters\n", CLI_MAX_LORA);
+        return false;
+    }
+    if (!isfinite(scale)) {
+        fprintf(stderr, "error: the scale of LoRA adapter %s is not finite\n", path);
+        return false;
+    }
+    o->lora[o->n_lora++] = (struct cli_lora){.path = path, .scale = scale};
+    return true;
 }
 
 static bool parse_type(const char *s, enum ggml_type *out)
@@ -56,6 +72,18 @@ int cli_model_flag(int argc, char **argv, int *i, struct cli_model_opts *o)
     else if (IS("--no-mmap")) o->no_mmap = true;
     else if (IS("--mlock")) o->mlock = true;
     else if (IS("--verbose")) o->verbose = true;
+    else if (IS("--lora")) { VAL(); if (!cli_model_add_lora(o, v, 1.0f)) return -1; }
+    else if (IS("--lora-scaled")) {
+        float scale;
+        if (*i + 2 >= argc) {
+            fprintf(stderr, "error: option %s needs a file and a scale\n", a);
+            return -1;
+        }
+        *i += 2;
+        if (!cli_float(a, argv[*i], &scale) || !cli_model_add_lora(o, argv[*i - 1], scale))
+            return -1;
+    }
+    else if (IS("--lora-base")) { VAL(); o->lora_base = v; }
     else return 0;
     return 1;
 }
@@ -98,6 +126,11 @@ void cli_model_usage(FILE *f)
           "  -ctv, --cache-type-v T    KV cache type for V (default f16)\n"
           "  --no-mmap                 read the weights into memory instead of mapping the file\n"
           "  --mlock                   keep the weights locked in RAM\n"
+          "  --lora FILE               merge a LoRA adapter ('ggla' file) into the weights; repeatable,\n"
+          "                            applied in order\n"
+          "  --lora-scaled FILE S      the same with the adapter's delta scaled by S\n"
+          "  --lora-base FILE          add the adapters' deltas to this model's weights (e.g. the F16\n"
+          "                            original of a quantized -m); the result keeps -m's types\n"
           "  --verbose                 print the library's log\n",
           f);
 }
@@ -127,7 +160,7 @@ static void quiet_log(enum ggml_log_level level, const char *text, void *user)
         fputs(text, stderr);
 }
 
-int cli_model_load(const struct cli_model_opts *o, struct llama_model **model, struct llama_context **ctx)
+int cli_model_open(const struct cli_model_opts *o, struct llama_model **model)
 {
     if (!o->verbose)
         llama_log_set(quiet_log, NULL);
@@ -146,6 +179,23 @@ int cli_model_load(const struct cli_model_opts *o, struct llama_model **model, s
         fprintf(stderr, "error: cannot load model %s\n", o->model);
         return 1;
     }
+    if (o->lora_base && !o->n_lora)
+        fprintf(stderr, "warning: --lora-base without --lora does nothing\n");
+    for (int k = 0; k < o->n_lora; k++) /* the library logs why at error level */
+        if (llama_model_apply_lora_from_file(*model, o->lora[k].path, o->lora[k].scale, o->lora_base,
+                                             (int32_t)o->n_threads)) {
+            fprintf(stderr, "error: cannot apply LoRA adapter %s\n", o->lora[k].path);
+            llama_free_model(*model);
+            *model = NULL;
+            return 1;
+        }
+    return 0;
+}
+
+int cli_model_load(const struct cli_model_opts *o, struct llama_model **model, struct llama_context **ctx)
+{
+    if (cli_model_open(o, model))
+        return 1;
     struct llama_context_params cp = llama_context_default_params();
     cp.seed = (uint32_t)o->seed;
     cp.n_ctx = (uint32_t)o->n_ctx;

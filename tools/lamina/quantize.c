@@ -4,12 +4,18 @@
  * COPY, ...) or the ftype number. On a terminal a progress line (the tensor
  * being quantized) is redrawn on stderr; in pipes and logs only the summary,
  * warnings and errors are written.
+ *
+ * --imatrix FILE (an imatrix.dat of `lamina imatrix` or llama.cpp's imatrix
+ * tool) is passed as llama_model_quantize_params.imatrix, a struct
+ * lamina_imatrix_params (include/lamina_imatrix.h); the library reads and
+ * checks it against the model.
  */
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 #include "cli.h"
+#include "lamina_imatrix.h"
 #include "llama.h"
 #include "model/quantize.h"
 #include "progress.h"
@@ -48,6 +54,11 @@ static void quantize_usage(FILE *f)
                "  --allow-requantize      allow re-encoding tensors that are already quantized\n"
                "  --leave-output-tensor   keep output.weight as it is\n"
                "  --pure                  no mixture: every quantized tensor gets TYPE's base type\n"
+               "  --imatrix FILE          importance matrix (imatrix.dat of `lamina imatrix` or llama.cpp)\n"
+               "  --include-weights NAME  use the importance matrix only for tensors whose names contain\n"
+               "                          NAME (repeatable)\n"
+               "  --exclude-weights NAME  do not use it for tensors whose names contain NAME (repeatable;\n"
+               "                          not together with --include-weights)\n"
                "  -h, --help              this text\n\n"
                "TYPE (name or number):\n");
     for (int i = 0; lm_ftype_info_at(i); i++) {
@@ -58,12 +69,66 @@ static void quantize_usage(FILE *f)
     fprintf(f, "          %-8s: only copy the tensors, no quantizing\n", "COPY");
 }
 
+/* The importance-matrix flags (b1892's): the file and the name lists. */
+#define MAX_NAMES 64
+struct qimatrix {
+    struct lamina_imatrix_params im;
+    const char *include[MAX_NAMES + 1], *exclude[MAX_NAMES + 1]; /* NULL-terminated */
+    int n_include, n_exclude;
+};
+
+/* 1: argv[*i] was one of the flags (taken, with its value), 0: it is not,
+ * -1: an error (message written). */
+static int imatrix_flag(int argc, char **argv, int *i, struct qimatrix *q)
+{
+    const char *a = argv[*i], *val;
+    bool inc = !strcmp(a, "--include-weights");
+    if (strcmp(a, "--imatrix") && !inc && strcmp(a, "--exclude-weights"))
+        return 0;
+    if (!(val = cli_value(argc, argv, i)))
+        return -1;
+    if (!strcmp(a, "--imatrix")) {
+        q->im.path = val;
+        return 1;
+    }
+    if ((inc ? q->n_include : q->n_exclude) == MAX_NAMES) {
+        fprintf(stderr, "error: at most %d %s options\n", MAX_NAMES, a);
+        return -1;
+    }
+    if (inc)
+        q->include[q->n_include++] = val;
+    else
+        q->exclude[q->n_exclude++] = val;
+    return 1;
+}
+
+/* Point p->imatrix at q->im when a file was given; false (with a message)
+ * for flags that do not go together. */
+static bool imatrix_params(struct qimatrix *q, llama_model_quantize_params *p)
+{
+    if (q->n_include && q->n_exclude) {
+        fprintf(stderr, "error: --include-weights and --exclude-weights cannot be used together\n");
+        return false;
+    }
+    if ((q->n_include || q->n_exclude) && !q->im.path) {
+        fprintf(stderr, "error: --include-weights and --exclude-weights need --imatrix FILE\n");
+        return false;
+    }
+    if (q->im.path) {
+        q->im.include_weights = q->n_include ? q->include : NULL;
+        q->im.exclude_weights = q->n_exclude ? q->exclude : NULL;
+        p->imatrix = &q->im;
+    }
+    return true;
+}
+
 /* See cli.h: 0 success, 1 quantization failed, 2 usage error. */
 int cmd_quantize(int argc, char **argv)
 {
     llama_model_quantize_params p = llama_model_quantize_default_params();
+    struct qimatrix q = {.im = LAMINA_IMATRIX_PARAMS_INIT};
     const char *pos[4] = {NULL};
-    int n_pos = 0;
+    int n_pos = 0, r;
     long long v;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *val;
@@ -80,6 +145,9 @@ int cmd_quantize(int argc, char **argv)
             p.quantize_output_tensor = false;
         } else if (!strcmp(a, "--pure")) {
             p.pure = true;
+        } else if ((r = imatrix_flag(argc, argv, &i, &q)) != 0) {
+            if (r < 0)
+                return 2;
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "error: unknown option '%s' (see lamina quantize --help)\n", a);
             return 2;
@@ -107,6 +175,8 @@ int cmd_quantize(int argc, char **argv)
         return 2;
     }
     p.ftype = (enum llama_ftype)ftype;
+    if (!imatrix_params(&q, &p))
+        return 2;
     bool drawn = false;
     llama_log_set(quantize_log, &drawn);
     llama_backend_init(false);

@@ -91,9 +91,10 @@ static void fill_generic(struct lm_cpu_kernels *k)
     ty[LM_TYPE_Q6_K].vec_dot_type = LM_TYPE_Q8_K;
     ty[LM_TYPE_Q6_K].vec_dot = vec_dot_q6_K_q8_K_generic;
 
-    /* No direct kernels yet: the matmul's dequantizing path (see vec_dot_type). */
     ty[LM_TYPE_IQ2_XXS].vec_dot_type = LM_TYPE_Q8_K;
+    ty[LM_TYPE_IQ2_XXS].vec_dot = vec_dot_iq2_xxs_q8_K_generic;
     ty[LM_TYPE_IQ2_XS].vec_dot_type = LM_TYPE_Q8_K;
+    ty[LM_TYPE_IQ2_XS].vec_dot = vec_dot_iq2_xs_q8_K_generic;
 }
 
 static void build_tables(void)

@@ -62,6 +62,14 @@ typedef void (*lm_vec_dot_fn)(int64_t n, float *s, const void *x, const void *y)
  * y is converted once for all rows. */
 typedef void (*lm_vec_dot_rows_fn)(int64_t n, int64_t nr, float *s, const void *x, size_t bx, const void *y);
 
+/* One weight row x against nc activation rows (row c at y[c], n elements of
+ * the weight type's vec_dot_type): *s[c] = dot(x, y[c]) for c < nc, each
+ * bit-identical to the type's vec_dot (so callers may use either); the weight
+ * row is decoded once for all columns (types whose decode is costly: IQ2).
+ * nc is 1..LM_VEC_DOT_COLS_MAX. */
+typedef void (*lm_vec_dot_cols_fn)(int64_t n, int nc, float *const *s, const void *x, const void *const *y);
+#define LM_VEC_DOT_COLS_MAX 16
+
 /* GEMM over one group of 8 repacked weight rows (cpu/repack.h): for r < 8 and
  * c < nc, s[c * ldc + r] = dot(row r of the group x, activation row c), where
  * activation row c (k elements of the weight type's vec_dot_type) is at
@@ -106,12 +114,13 @@ typedef size_t (*lm_gemm_panel_scratch_fn)(int64_t k);
 struct lm_cpu_type_kernels {
     /* The type activations are converted into before vec_dot (F32 -> F32,
      * F16 -> F16, BF16 -> BF16, Q4_0/Q5_0/Q8_0 -> Q8_0, Q4_1/Q5_1 -> Q8_1,
-     * Q2_K..Q6_K -> Q8_K, IQ2_* -> Q8_K). For types without a vec_dot (IQ2_*,
-     * and Q8_1 / Q8_K used as weights) the matmul dequantizes weight rows to
-     * F32 and dots them with activations rounded through vec_dot_type. */
+     * Q2_K..Q6_K -> Q8_K, IQ2_* -> Q8_K). For types without a vec_dot (Q8_1 /
+     * Q8_K used as weights) the matmul dequantizes weight rows to F32 and
+     * dots them with activations rounded through vec_dot_type. */
     enum lm_type vec_dot_type;
     lm_vec_dot_fn vec_dot;      /* NULL: no direct kernel (see above) */
     lm_vec_dot_rows_fn vec_dot_rows; /* several rows against one y, or NULL (call vec_dot per row) */
+    lm_vec_dot_cols_fn vec_dot_cols; /* one row against several y, or NULL (call vec_dot per column) */
     lm_from_float_fn from_float; /* NULL: the type cannot be encoded here */
     lm_to_float_fn to_float;     /* NULL only for integer types */
     lm_gemm_fn gemm_x8;          /* repacked-weight GEMM, or NULL (no repacked layout) */
@@ -166,12 +175,13 @@ struct lm_cpu_kernels {
 
 /* Slot setters for the ISA inits: they record the table's own level (k->isa,
  * set before its init runs) as the filler. A new vec_dot drops any
- * vec_dot_rows of a lower level (it must match the vec_dot bit for bit);
- * set one after it where the level has one. */
+ * vec_dot_rows / vec_dot_cols of a lower level (they must match the vec_dot
+ * bit for bit); set them after it where the level has them. */
 static inline void lm_cpu_set_dot(struct lm_cpu_kernels *k, enum lm_type t, lm_vec_dot_fn fn)
 {
     k->type[t].vec_dot = fn;
     k->type[t].vec_dot_rows = NULL;
+    k->type[t].vec_dot_cols = NULL;
     k->vec_dot_isa[t] = k->isa;
 }
 
@@ -210,6 +220,8 @@ void vec_dot_q3_K_q8_K_generic(int64_t n, float *s, const void *x, const void *y
 void vec_dot_q4_K_q8_K_generic(int64_t n, float *s, const void *x, const void *y);
 void vec_dot_q5_K_q8_K_generic(int64_t n, float *s, const void *x, const void *y);
 void vec_dot_q6_K_q8_K_generic(int64_t n, float *s, const void *x, const void *y);
+void vec_dot_iq2_xxs_q8_K_generic(int64_t n, float *s, const void *x, const void *y);
+void vec_dot_iq2_xs_q8_K_generic(int64_t n, float *s, const void *x, const void *y);
 
 void gemm_q4_0x8_q8_0_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                                const int16_t *ysum, int nc);
@@ -285,6 +297,12 @@ void vec_dot_q3_K_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
 void vec_dot_q4_K_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
 void vec_dot_q5_K_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
 void vec_dot_q6_K_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
+/* IQ2 dots (iq2_avx2.c): bit-identical to the generic ones for every input;
+ * the _cols versions (lm_vec_dot_cols_fn) decode a weight row once per call. */
+void vec_dot_iq2_xxs_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
+void vec_dot_iq2_xs_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
+void vec_dot_cols_iq2_xxs_q8_K_avx2(int64_t n, int nc, float *const *s, const void *x, const void *const *y);
+void vec_dot_cols_iq2_xs_q8_K_avx2(int64_t n, int nc, float *const *s, const void *x, const void *const *y);
 /* Activation encoders: Q8_0 / Q8_1 round half to even with 127/amax (ggml's
  * AVX2 arithmetic; docs/kernels.md); Q8_K equals quant/'s reference bytes. */
 void quantize_row_q8_0_avx2(const float *x, void *y, int64_t n);
@@ -324,6 +342,11 @@ void vec_dot_q3_K_q8_K_avx512(int64_t n, float *s, const void *x, const void *y)
 void vec_dot_q4_K_q8_K_avx512(int64_t n, float *s, const void *x, const void *y);
 void vec_dot_q5_K_q8_K_avx512(int64_t n, float *s, const void *x, const void *y);
 void vec_dot_q6_K_q8_K_avx512(int64_t n, float *s, const void *x, const void *y);
+/* IQ2 dots (iq2_avx512.c): bit-identical to the generic ones for every input. */
+void vec_dot_iq2_xxs_q8_K_avx512(int64_t n, float *s, const void *x, const void *y);
+void vec_dot_iq2_xs_q8_K_avx512(int64_t n, float *s, const void *x, const void *y);
+void vec_dot_cols_iq2_xxs_q8_K_avx512(int64_t n, int nc, float *const *s, const void *x, const void *const *y);
+void vec_dot_cols_iq2_xs_q8_K_avx512(int64_t n, int nc, float *const *s, const void *x, const void *const *y);
 /* Row decoders of the quantized weight types (x86-avx512/dequant_avx512.c):
  * the bits of quant/'s reference decoders for every input (NaN scales too). */
 void dequantize_row_q4_0_avx512(const void *x, float *y, int64_t n);

@@ -17,7 +17,7 @@
  * of columns) or, for many activation rows when the table has one, the panel
  * path (mm_panel: one panel GEMM call per thread and batch; AMX).
  *
- * Types without a direct vec_dot (IQ2_*, Q8_1/Q8_K as weights) take the
+ * Types without a direct vec_dot (Q8_1/Q8_K as weights) take the
  * dequantizing path: each weight row is decoded to F32 (per-thread scratch)
  * and dotted with F32 activation rows that were rounded through the
  * vec_dot_type, which keeps ggml's activation quantization error.
@@ -40,6 +40,7 @@ struct mm_ctx {
     int64_t K;
     enum lm_type vt;           /* type of the converted b rows */
     lm_vec_dot_fn dot;         /* weight row (or its F32 decode) . b row */
+    lm_vec_dot_cols_fn dot_cols; /* the same for several b rows at once (bit-identical), or NULL */
     lm_to_float_fn a_decode;   /* dequantizing path: weight row decoder; else NULL */
     lm_from_float_fn enc;      /* phase 1 encoder (into vt, or into the rounding type) */
     lm_to_float_fn round_back; /* dequantizing path with a quantized dot type: back to F32 */
@@ -66,6 +67,7 @@ static void mm_init(struct mm_ctx *c, const struct lm_tensor *a, const struct lm
     if (tk->vec_dot) {
         c->vt = vt;
         c->dot = tk->vec_dot;
+        c->dot_cols = tk->vec_dot_cols;
         c->enc = kern->type[vt].from_float;
         c->convert = vt != LM_TYPE_F32 || !b_unit;
     } else {
@@ -151,6 +153,11 @@ static void mm_row(const struct mm_ctx *c, const struct lm_cpu_params *p, const 
         c->a_decode(arow, decode, c->K);
         arow = decode;
     }
+    if (c->dot_cols && n > 1) {
+        for (int j = 0; j < n; j += LM_VEC_DOT_COLS_MAX)
+            c->dot_cols(c->K, n - j < LM_VEC_DOT_COLS_MAX ? n - j : LM_VEC_DOT_COLS_MAX, outs + j, arow, brows + j);
+        return;
+    }
     for (int j = 0; j < n; j++)
         c->dot(c->K, outs[j], arow, brows[j]);
 }
@@ -182,6 +189,7 @@ static void gemm_init(struct mm_ctx *c, const struct lm_tensor *a, const struct 
     c->vt = tk->gemm_vt;
     c->enc = tk->gemm_from_float ? tk->gemm_from_float : kern->type[tk->gemm_vt].from_float;
     c->dot = NULL;
+    c->dot_cols = NULL;
     c->a_decode = NULL;
     c->round_back = NULL;
     c->convert = true;
@@ -315,6 +323,7 @@ static void panel_init(struct mm_ctx *c, const struct lm_tensor *a, const struct
     c->vt = tk->panel_vt;
     c->enc = tk->panel_from_float;
     c->dot = NULL;
+    c->dot_cols = NULL;
     c->a_decode = NULL;
     c->round_back = NULL;
     c->convert = true;

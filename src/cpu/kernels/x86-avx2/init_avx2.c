@@ -20,6 +20,10 @@ void lm_cpu_kernels_init_avx2(struct lm_cpu_kernels *k)
     lm_cpu_set_dot(k, LM_TYPE_Q4_K, vec_dot_q4_K_q8_K_avx2);
     lm_cpu_set_dot(k, LM_TYPE_Q5_K, vec_dot_q5_K_q8_K_avx2);
     lm_cpu_set_dot(k, LM_TYPE_Q6_K, vec_dot_q6_K_q8_K_avx2);
+    lm_cpu_set_dot(k, LM_TYPE_IQ2_XXS, vec_dot_iq2_xxs_q8_K_avx2);
+    k->type[LM_TYPE_IQ2_XXS].vec_dot_cols = vec_dot_cols_iq2_xxs_q8_K_avx2;
+    lm_cpu_set_dot(k, LM_TYPE_IQ2_XS, vec_dot_iq2_xs_q8_K_avx2);
+    k->type[LM_TYPE_IQ2_XS].vec_dot_cols = vec_dot_cols_iq2_xs_q8_K_avx2;
 
     /* activation encoders (dot types) and row conversions */
     lm_cpu_set_from(k, LM_TYPE_Q8_0, quantize_row_q8_0_avx2);

@@ -40,6 +40,16 @@ void lm_cpu_kernels_init_avx512(struct lm_cpu_kernels *k)
     lm_cpu_set_dot(k, LM_TYPE_Q4_K, vec_dot_q4_K_q8_K_avx512);
     lm_cpu_set_dot(k, LM_TYPE_Q5_K, vec_dot_q5_K_q8_K_avx512);
     lm_cpu_set_dot(k, LM_TYPE_Q6_K, vec_dot_q6_K_q8_K_avx512);
+    /* IQ2: the lattice look-ups bound these kernels; on AMD (Zen 4 runs zmm as
+     * two halves, gathers are slow) the AVX2 ones stay: bench_kernels
+     * 2026-12-05, GF/s hot, AVX2 / AVX-512: IQ2_XS 17.5 / 14.2, IQ2_XXS 25.6 /
+     * 22.6 (same bits either way; tests/cpu/test_kernels_isa.c checks both). */
+    if (!lm_cpu_features()->amd) {
+        lm_cpu_set_dot(k, LM_TYPE_IQ2_XXS, vec_dot_iq2_xxs_q8_K_avx512);
+        k->type[LM_TYPE_IQ2_XXS].vec_dot_cols = vec_dot_cols_iq2_xxs_q8_K_avx512;
+        lm_cpu_set_dot(k, LM_TYPE_IQ2_XS, vec_dot_iq2_xs_q8_K_avx512);
+        k->type[LM_TYPE_IQ2_XS].vec_dot_cols = vec_dot_cols_iq2_xs_q8_K_avx512;
+    }
     k->exp_sum = exp_sum_avx512;
     k->exp_sum_isa = k->isa;
     k->gelu = gelu_avx512;
