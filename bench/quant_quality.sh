@@ -51,13 +51,25 @@ table() {
   "$LAMINA" perplexity -m "$f32" -f "$work/text.txt" -t "$THREADS" "$@" --kl-divergence-base "$work/base.kld" \
     >"$work/base.txt" 2>"$work/err.txt" || { cat "$work/err.txt" >&2; return 1; }
   echo "F32 base: $(grep '^Final estimate' "$work/base.txt"), $(grep -o '^bits per byte: [0-9.]*' "$work/base.txt")"
+  # an importance matrix of the F32 model over the same text, for the types
+  # that need one (IQ2_XXS, IQ2_XS, Q2_K_S: marked "+ imatrix")
+  "$LAMINA" imatrix -m "$f32" -f "$work/text.txt" -t "$THREADS" "$@" -o "$work/imatrix.dat" \
+    >/dev/null 2>"$work/err.txt" || { cat "$work/err.txt" >&2; return 1; }
   echo
   echo "| type | size (MiB) | PPL | ln(PPL(Q)/PPL(base)) | mean KLD | same top token |"
   echo "|---|---:|---:|---:|---:|---:|"
   local skipped=
   for t in $types; do
-    if ! "$LAMINA" quantize --nthread "$THREADS" "$f32" "$work/q.gguf" "$t" >/dev/null 2>"$work/qerr.txt"; then
+    local name=$t
+    if ! "$LAMINA" quantize --nthread "$THREADS" "$f32" "$work/q.gguf" "$t" >/dev/null 2>"$work/qerr.txt" &&
+      grep -qi 'importance matrix' "$work/qerr.txt"; then
+      name="$t + imatrix"
+      "$LAMINA" quantize --nthread "$THREADS" --imatrix "$work/imatrix.dat" "$f32" "$work/q.gguf" "$t" \
+        >/dev/null 2>"$work/qerr.txt"
+    fi
+    if [ ! -s "$work/q.gguf" ] || grep -q '^error' "$work/qerr.txt"; then
       skipped="$skipped- $t: $(grep -m1 -v '^error: quantizing' "$work/qerr.txt" | sed 's/^[a-z_]*: //')"$'\n'
+      rm -f "$work/q.gguf"
       continue
     fi
     if ! "$LAMINA" perplexity -m "$work/q.gguf" -t "$THREADS" --kl-divergence \
@@ -65,7 +77,7 @@ table() {
       skipped="$skipped- $t: perplexity failed: $(grep -m1 error "$work/err.txt")"$'\n'
       continue
     fi
-    printf '| %s | %.2f | %s ± %s | %s ± %s | %s ± %s | %s %% |\n' "$t" \
+    printf '| %s | %.2f | %s ± %s | %s ± %s | %s ± %s | %s %% |\n' "$name" \
       "$(awk -v b="$(stat -c %s "$work/q.gguf")" 'BEGIN { print b / 1048576 }')" \
       "$(field 'Mean PPL(Q)' "$work/kl.txt")" "$(sed -n 's/^Mean PPL(Q) .*± *//p' "$work/kl.txt")" \
       "$(field 'Mean ln(PPL(Q)\/PPL(base))' "$work/kl.txt")" \
