@@ -10,6 +10,10 @@ ratio lamina / llama.cpp, and for generation the memory-bandwidth bound
     bench/compare.py --llama-bench /path/to/llama-bench --lamina build/tools/lamina \
         --bandwidth-gbs 15.3 -t 2 -p 512 -n 128 --rounds 2 model1.gguf model2.gguf
 
+-d 0,4096 passes llama-bench's depth (-d, --n-depth) to both engines: each test
+then also runs with that many tokens already in the KV cache ("pp512 @ d4096";
+needs a llama-bench with -d, 2025 or newer).
+
 llama.cpp is never built or fetched by this script: pass the path of a
 llama-bench you built yourself, outside this repository.
 """
@@ -25,13 +29,21 @@ def run_json(cmd):
     return json.loads(out)
 
 
+def test_name(n_prompt, n_gen, n_depth):
+    """llama-bench's test name: "pp512", "tg128", "pp512 @ d4096"."""
+    name = "pp%d" % n_prompt if n_prompt else "tg%d" % n_gen
+    return name + (" @ d%d" % n_depth if n_depth else "")
+
+
 def run_engine(args, model, cmd_prefix):
     """t/s per test ("pp512", "tg128"), plus the model size and description."""
     cmd = cmd_prefix + ["-m", model, "-t", str(args.threads), "-p", str(args.p), "-n", str(args.n),
                         "-r", str(args.reps), "-mmp", "0", "-o", "json"]
+    if args.depth != "0":
+        cmd += ["-d", args.depth]
     res = {}
     for r in run_json(cmd):
-        key = "pp%d" % r["n_prompt"] if r["n_prompt"] else "tg%d" % r["n_gen"]
+        key = test_name(r["n_prompt"], r["n_gen"], r.get("n_depth", 0))
         res[key] = r["avg_ts"]
         res["size"] = r["model_size"]
         res["desc"] = r["model_type"]
@@ -46,6 +58,8 @@ def main():
     ap.add_argument("-t", "--threads", type=int, default=2)
     ap.add_argument("-p", type=int, default=512)
     ap.add_argument("-n", type=int, default=128)
+    ap.add_argument("-d", "--n-depth", dest="depth", default="0",
+                    help="depths, comma-separated (llama-bench -d): tokens already in the KV cache")
     ap.add_argument("-r", "--reps", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=2, help="A/B rounds per model (best round kept)")
     ap.add_argument("models", nargs="+")
@@ -62,7 +76,9 @@ def main():
                         best[name][k] = max(best[name].get(k, 0.0), v)
                     else:
                         best[name][k] = v
-        for test in ("pp%d" % args.p, "tg%d" % args.n):
+        depths = [int(d) for d in args.depth.split(",")]
+        tests = [test_name(p, n, d) for d in depths for p, n in ((args.p, 0), (0, args.n))]
+        for test in tests:
             a, b = best["llama.cpp"].get(test, 0.0), best["lamina"].get(test, 0.0)
             bound = ""
             if test.startswith("tg") and args.bandwidth_gbs > 0:
