@@ -81,6 +81,8 @@ struct llama_model *llama_load_model_from_file(const char *path_model, struct ll
 {
     if (!path_model)
         return NULL;
+    if (lm_backend_reg_count() == 0) /* llama_backend_init not called: the built-in backends */
+        llama_backend_init(false);
     struct lm_model_params mp = {
         .vocab_only = params.vocab_only,
         .use_mmap = params.use_mmap,

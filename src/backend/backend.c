@@ -71,3 +71,27 @@ lm_status lm_backend_init_by_name(const char *name, lm_backend_t *out)
             return regs[i]->init(out);
     return LM_ERR_NOT_FOUND;
 }
+
+lm_status lm_backend_reg_init_threads(const struct lm_backend_reg *reg, int n_threads, lm_backend_t *out)
+{
+    if (!reg || !out)
+        return LM_ERR_INVALID_ARG;
+    if (reg->init_threads)
+        return reg->init_threads(n_threads, out);
+    lm_status st = reg->init(out);
+    if (!st)
+        lm_backend_set_n_threads(*out, n_threads);
+    return st;
+}
+
+lm_buft lm_backend_reg_default_buft(const struct lm_backend_reg *reg)
+{
+    return reg && reg->default_buft ? reg->default_buft() : NULL;
+}
+
+lm_buft lm_backend_reg_weight_buft(const struct lm_backend_reg *reg, const struct lm_tensor *w, unsigned flags)
+{
+    if (reg && reg->weight_buft)
+        return reg->weight_buft(w, flags);
+    return lm_backend_reg_default_buft(reg);
+}

@@ -153,10 +153,30 @@ void lm_backend_set_n_threads(lm_backend_t be, int n_threads);
 
 /* ---- registry ---- */
 
-/* A backend factory: name ("cpu", "ref", ...) and an init function. */
+/* What a registered backend computes on: host memory (cpu, ref) or a GPU. */
+enum lm_dev_kind { LM_DEV_HOST = 0, LM_DEV_GPU = 1 };
+
+/* Flags of a weight for weight_buft: only MUL_MAT (and MUL_MAT_ID) reads it,
+ * so a backend may keep it in a layout only its matrix products read. */
+#define LM_WEIGHT_MATMUL_ONLY 1u
+
+/* A backend factory: name ("cpu", "ref", ...) and an init function, plus what
+ * the model layer's placement (model/placement.h) needs to know about the
+ * device before any backend exists. Only name and init are required. */
 struct lm_backend_reg {
     const char *name;
     lm_status (*init)(lm_backend_t *out);
+    enum lm_dev_kind kind;
+    /* A backend using n_threads host threads (<= 0: its default). NULL: init,
+     * then set_n_threads. */
+    lm_status (*init_threads)(int n_threads, lm_backend_t *out);
+    /* The device's own memory (weights, KV cache). NULL: the backend holds no
+     * weights (a test or reference backend); placement never picks it. */
+    lm_buft (*default_buft)(void);
+    /* The buffer type this backend prefers for weight w (its type and shape;
+     * no data yet), given LM_WEIGHT_* flags: the hook where a backend keeps
+     * weights in its own layout (the CPU: repacked matrices). NULL: default_buft. */
+    lm_buft (*weight_buft)(const struct lm_tensor *w, unsigned flags);
 };
 
 /* Add a factory (idempotent by name; at most 16). Each backend module exports
@@ -169,5 +189,9 @@ int lm_backend_reg_count(void);
 const struct lm_backend_reg *lm_backend_reg_get(int i);
 /* A new backend by registry name; LM_ERR_NOT_FOUND for an unknown name. */
 lm_status lm_backend_init_by_name(const char *name, lm_backend_t *out);
+/* The reg's hooks with their NULL defaults (see struct lm_backend_reg). */
+lm_status lm_backend_reg_init_threads(const struct lm_backend_reg *reg, int n_threads, lm_backend_t *out);
+lm_buft lm_backend_reg_default_buft(const struct lm_backend_reg *reg);
+lm_buft lm_backend_reg_weight_buft(const struct lm_backend_reg *reg, const struct lm_tensor *w, unsigned flags);
 
 #endif

@@ -125,7 +125,24 @@ int lm_cpu_backend_n_threads(lm_backend_t be)
 
 static lm_status reg_init(lm_backend_t *out) { return lm_cpu_backend_new(0, out); }
 
-static const struct lm_backend_reg cpu_reg = {"cpu", reg_init};
+/* The placement hook: matrices only matmuls read go to the repacking buffer
+ * type when they have a repacked layout (2-D only: MUL_MAT_ID reads 3-D
+ * expert tensors plain); everything else is plain host memory. */
+static lm_buft reg_weight_buft(const struct lm_tensor *w, unsigned flags)
+{
+    if ((flags & LM_WEIGHT_MATMUL_ONLY) && w && lm_cpu_can_repack(w) && w->ne[2] == 1)
+        return lm_cpu_repack_buft();
+    return lm_host_buft();
+}
+
+static const struct lm_backend_reg cpu_reg = {
+    .name = "cpu",
+    .init = reg_init,
+    .kind = LM_DEV_HOST,
+    .init_threads = lm_cpu_backend_new,
+    .default_buft = lm_host_buft,
+    .weight_buft = reg_weight_buft,
+};
 
 /* The registry entry "cpu" (static; never freed). */
 const struct lm_backend_reg *lm_cpu_backend_reg(void) { return &cpu_reg; }

@@ -13,7 +13,7 @@
 
 #include "core/log.h"
 #include "core/time.h"
-#include "cpu/cpu.h"
+#include "model/placement.h"
 #include "vocab/vocab.h"
 
 static void resolve_params(const struct lm_model *m, const struct lm_context_params *p, struct lm_cparams *cp)
@@ -45,9 +45,53 @@ static void resolve_params(const struct lm_model *m, const struct lm_context_par
     cp->embedding = p->embedding;
 }
 
+/* One backend per device of the model's plan that holds a layer or the
+ * output: GPUs first (the scheduler prefers them), the host last (it
+ * computes what nothing else does, and the input layer). */
+static lm_status init_backends(struct lm_context *c)
+{
+    const struct lm_placement *pl = c->model->place;
+    bool used[LM_MAX_DEVICES] = {false};
+    for (uint32_t il = 0; il < pl->n_layer; il++)
+        used[pl->layer_dev[il]] = true;
+    used[pl->output_dev] = true;
+    for (int d = 1; d < pl->n_dev; d++) {
+        if (!used[d])
+            continue;
+        lm_status st = lm_backend_reg_init_threads(pl->dev[d], (int)c->cp.n_threads, &c->backends[c->n_backends]);
+        if (st) {
+            LM_LOG_ERR("context: cannot start backend %s (%s)\n", pl->dev[d]->name, lm_status_str(st));
+            return st;
+        }
+        c->n_backends++;
+    }
+    lm_status st = lm_backend_reg_init_threads(pl->dev[0], (int)c->cp.n_threads, &c->cpu);
+    if (!st)
+        c->backends[c->n_backends++] = c->cpu;
+    return st;
+}
+
+/* The KV cache on the plan's devices. One buffer type for all layers for
+ * now: layers whose KV would sit on different devices are refused. */
+static lm_status init_kv(struct lm_context *c, bool offload_kqv)
+{
+    const struct lm_placement *pl = c->model->place;
+    int dev = lm_placement_kv_dev(pl, 0, offload_kqv);
+    for (uint32_t il = 1; il < pl->n_layer; il++)
+        if (lm_placement_kv_dev(pl, il, offload_kqv) != dev) {
+            LM_LOG_ERR("context: a KV cache split over devices is not supported yet (use offload_kqv = false)\n");
+            return LM_ERR_UNSUPPORTED;
+        }
+    lm_status st = lm_kv_init(&c->kv, &c->model->hp, c->cp.type_k, c->cp.type_v, c->cp.n_ctx,
+                              lm_backend_reg_default_buft(pl->dev[dev]));
+    if (st)
+        LM_LOG_ERR("context: cannot create a KV cache of %u cells (%s)\n", c->cp.n_ctx, lm_status_str(st));
+    return st;
+}
+
 lm_status lm_context_new(const struct lm_model *model, const struct lm_context_params *p, struct lm_context **out)
 {
-    if (!model || !p || !out || !model->ctx)
+    if (!model || !p || !out || !model->ctx || !model->place)
         return LM_ERR_INVALID_ARG;
     struct lm_context *c = calloc(1, sizeof *c);
     if (!c)
@@ -67,14 +111,11 @@ lm_status lm_context_new(const struct lm_model *model, const struct lm_context_p
         st = LM_ERR_INVALID_ARG;
     }
     if (!st)
-        st = lm_cpu_backend_new((int)c->cp.n_threads, &c->cpu);
-    if (!st) {
-        st = lm_kv_init(&c->kv, &model->hp, c->cp.type_k, c->cp.type_v, c->cp.n_ctx, lm_backend_default_buft(c->cpu));
-        if (st)
-            LM_LOG_ERR("context: cannot create a KV cache of %u cells (%s)\n", c->cp.n_ctx, lm_status_str(st));
-    }
+        st = init_backends(c);
     if (!st)
-        st = lm_sched_new(&c->cpu, 1, LM_GRAPH_MAX_NODES, &c->sched);
+        st = init_kv(c, p->offload_kqv);
+    if (!st)
+        st = lm_sched_new(c->backends, c->n_backends, LM_GRAPH_MAX_NODES, &c->sched);
     if (!st) {
         struct lm_ctx_params gp = {
             .mem_size = LM_GRAPH_MAX_NODES * lm_tensor_overhead() + lm_graph_overhead(LM_GRAPH_MAX_NODES),
@@ -101,7 +142,8 @@ void lm_context_free(struct lm_context *c)
         return;
     lm_sched_free(c->sched);
     lm_kv_free(&c->kv);
-    lm_backend_free(c->cpu);
+    for (int i = 0; i < c->n_backends; i++)
+        lm_backend_free(c->backends[i]);
     lm_ctx_free(c->gctx);
     free(c->logits);
     free(c->embd);

@@ -11,6 +11,7 @@
 #include "backend/sched.h"
 #include "model/build.h"
 #include "model/kv_cache.h"
+#include "model/placement.h"
 
 /* Same layout as llama.h's llama_batch (the API casts between them). */
 struct lm_batch {
@@ -31,7 +32,9 @@ struct lm_context {
     struct lm_cparams cp;
     struct lm_kv_cache kv;
 
-    lm_backend_t cpu;
+    lm_backend_t cpu;             /* the host device's backend (also in backends) */
+    lm_backend_t backends[LM_MAX_DEVICES]; /* one per device the model's plan uses, GPUs first */
+    int n_backends;
     struct lm_sched *sched;
     struct lm_ctx *gctx;          /* graph arena, reset per decode */
 
@@ -57,6 +60,7 @@ struct lm_context_params {
     uint32_t yarn_orig_ctx;
     enum lm_type type_k, type_v;
     bool logits_all, embedding;
+    bool offload_kqv;        /* each layer's KV cache on the layer's device (placement.h); false: the host */
 };
 
 lm_status lm_context_new(const struct lm_model *model, const struct lm_context_params *p, struct lm_context **out);

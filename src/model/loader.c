@@ -4,9 +4,12 @@
  * hyperparameters (checked for sanity: they size every buffer later) ->
  * vocabulary -> the architecture declares its weights (lm_ld_tensor checks
  * names and shapes against the file) -> every file tensor must have been used
- * -> data placed: mmapped file as one host buffer (tensors point into it), or
- * read into an allocated host buffer. Split MoE experts are gathered into
- * 3-D tensors in an owned buffer either way.
+ * -> data placed by the device plan (placement.h), one pass per buffer type:
+ * with mmap, tensors of the plain host type point into the mapped file; every
+ * other tensor is allocated in a buffer of its type and written (read into
+ * host memory directly, else through lm_tensor_set, which repacks or
+ * uploads). Split MoE experts are gathered into 3-D tensors in an owned
+ * buffer either way.
  */
 #include "model/loader.h"
 
@@ -18,8 +21,8 @@
 #include "alloc/alloc.h"
 #include "core/log.h"
 #include "core/time.h"
-#include "cpu/cpu.h"
 #include "model/mapping.h"
+#include "model/placement.h"
 #include "vocab/vocab.h"
 
 #define MAX_GATHER 64
@@ -437,23 +440,52 @@ static lm_status open_mapping(struct lm_loader *ld)
     return LM_OK;
 }
 
-/* Point the file-backed tensors into the mapping. */
+/* A weight's buffer type: the plan's choice (placement.h). */
+static lm_buft weight_buft(const struct lm_loader *ld, const struct lm_tensor *t)
+{
+    return lm_placement_weight_buft(ld->m->place, ld->m, t);
+}
+
+/* True for file tensor i when it is a model tensor of its own (not a slice
+ * of a gathered expert tensor) placed in buft. */
+static bool file_tensor_in(const struct lm_loader *ld, int64_t i, lm_buft buft)
+{
+    const struct lm_tensor *t = ld->file_tensor[i];
+    return t && !t->data && !strcmp(t->name, lm_gguf_tensor_info(ld->g, i)->name) && weight_buft(ld, t) == buft;
+}
+
+static lm_status add_buffer(struct lm_loader *ld, struct lm_buffer *buf)
+{
+    struct lm_model *m = ld->m;
+    if (m->n_bufs == (int)(sizeof m->bufs / sizeof m->bufs[0])) {
+        lm_buffer_free(buf);
+        return lm_ld_fail(ld, LM_ERR_FULL, "too many weight buffers");
+    }
+    lm_buffer_set_usage(buf, LM_BUFFER_USAGE_WEIGHTS);
+    m->bufs[m->n_bufs++] = buf;
+    return LM_OK;
+}
+
+/* Point the file tensors of the plain host buffer type into the mapping. */
 static lm_status place_mapped(struct lm_loader *ld)
 {
     struct lm_model *m = ld->m;
+    int64_t n = lm_gguf_n_tensors(ld->g), n_map = 0;
+    for (int64_t i = 0; i < n; i++)
+        n_map += file_tensor_in(ld, i, lm_host_buft());
+    if (n_map == 0)
+        return LM_OK;
     struct lm_buffer *buf = NULL;
     lm_status st = lm_buffer_from_host_ptr(lm_host_buft(), m->mapping->addr, m->mapping->size, &buf);
     if (st)
         return lm_ld_fail(ld, st, "cannot wrap the mapping");
-    lm_buffer_set_usage(buf, LM_BUFFER_USAGE_WEIGHTS);
-    m->bufs[m->n_bufs++] = buf;
-    int64_t n = lm_gguf_n_tensors(ld->g);
+    if ((st = add_buffer(ld, buf)))
+        return st;
     uint64_t mapped = 0;
     for (int64_t i = 0; i < n && !st; i++) {
-        struct lm_tensor *t = ld->file_tensor[i];
         const struct lm_gguf_tensor_info *ti = lm_gguf_tensor_info(ld->g, i);
-        if (t && !t->data && !strcmp(t->name, ti->name)) {
-            st = lm_buffer_place_tensor(buf, t, ti->offset);
+        if (file_tensor_in(ld, i, lm_host_buft())) {
+            st = lm_buffer_place_tensor(buf, ld->file_tensor[i], ti->offset);
             mapped += ti->size;
         }
     }
@@ -466,119 +498,134 @@ static lm_status place_mapped(struct lm_loader *ld)
     return LM_OK;
 }
 
-/* Bytes of file tensor i into dst: from the mapping or by reading. */
-static lm_status fetch(struct lm_loader *ld, FILE *f, int64_t i, void *dst)
+/* Bytes of file tensor i into [off, off + size) of t: straight into host
+ * memory, else through lm_tensor_set (which repacks or uploads) from the
+ * mapping or a read into *tmp. */
+static lm_status fill(struct lm_loader *ld, FILE *f, int64_t i, struct lm_tensor *t, size_t off, void **tmp)
 {
     const struct lm_gguf_tensor_info *ti = lm_gguf_tensor_info(ld->g, i);
-    if (ld->m->mapping) {
-        memcpy(dst, ld->m->mapping->addr + ti->offset, ti->size);
-        return LM_OK;
-    }
-    return read_range(f, ti->offset, dst, ti->size);
-}
-
-/* Matrices only matmuls read: the CPU keeps them in its GEMM layout. The
- * token embedding is read by row (get_rows), so it stays plain, and so does
- * an output matrix tied to it. */
-static bool repackable(const struct lm_model *m, const struct lm_tensor *t)
-{
-    return lm_cpu_can_repack(t) && t != m->tok_embd && t != m->pos_embd && t->ne[2] == 1;
-}
-
-/* Allocate the repacked matrices in the CPU's repacking buffer and write
- * them (lm_tensor_set repacks). Without this, they are mapped or read plain. */
-static lm_status place_repacked(struct lm_loader *ld, FILE *f)
-{
-    struct lm_model *m = ld->m;
-    int64_t n = lm_gguf_n_tensors(ld->g);
-    size_t total = 0;
-    for (int64_t i = 0; i < n; i++) {
-        struct lm_tensor *t = ld->file_tensor[i];
-        if (!t->data && !strcmp(t->name, lm_gguf_tensor_info(ld->g, i)->name) && repackable(m, t))
-            total += (lm_nbytes(t) + 63) & ~(size_t)63;
-    }
-    if (total == 0)
-        return LM_OK;
-    struct lm_buffer *buf = NULL;
-    lm_status st = lm_buft_alloc_buffer(lm_cpu_repack_buft(), total, &buf);
-    if (st)
-        return lm_ld_fail(ld, st, "cannot allocate %zu bytes for repacked weights", total);
-    lm_buffer_set_usage(buf, LM_BUFFER_USAGE_WEIGHTS);
-    m->bufs[m->n_bufs++] = buf;
-    void *tmp = NULL;
-    size_t off = 0;
-    for (int64_t i = 0; i < n && !st; i++) {
-        struct lm_tensor *t = ld->file_tensor[i];
-        const struct lm_gguf_tensor_info *ti = lm_gguf_tensor_info(ld->g, i);
-        if (t->data || strcmp(t->name, ti->name) || !repackable(m, t))
-            continue;
-        st = lm_buffer_place_tensor(buf, t, off);
-        off += (lm_nbytes(t) + 63) & ~(size_t)63;
-        const void *src = m->mapping ? (const void *)(m->mapping->addr + ti->offset) : NULL;
-        if (!st && !src) {
-            void *nt = realloc(tmp, ti->size);
+    const struct lm_mapping *map = ld->m->mapping;
+    lm_status st = LM_OK;
+    if (lm_buffer_is_host(t->buffer)) {
+        if (map)
+            memcpy((uint8_t *)t->data + off, map->addr + ti->offset, ti->size);
+        else
+            st = read_range(f, ti->offset, (uint8_t *)t->data + off, ti->size);
+    } else {
+        const void *src = map ? (const void *)(map->addr + ti->offset) : NULL;
+        if (!src) {
+            void *nt = realloc(*tmp, ti->size);
             st = nt ? read_range(f, ti->offset, nt, ti->size) : LM_ERR_NOMEM;
-            tmp = nt ? nt : tmp;
-            src = tmp;
+            *tmp = nt ? nt : *tmp;
+            src = *tmp;
         }
         if (!st)
-            st = lm_tensor_set(t, src, 0, ti->size);
-        if (!st && !advance(ld, ti->size))
-            st = LM_ERR_ABORTED;
+            st = lm_tensor_set(t, src, off, ti->size);
     }
-    free(tmp);
-    if (st == LM_ERR_ABORTED)
-        return lm_ld_fail(ld, st, "loading aborted by the progress callback");
-    if (st)
-        return lm_ld_fail(ld, st, "cannot repack the weights");
-    if (ld->params->use_mlock && lm_mem_lock(lm_buffer_base(buf), lm_buffer_size(buf)) == LM_OK)
-        m->mlocked = true;
-    return LM_OK;
+    if (!st && !advance(ld, ti->size))
+        st = LM_ERR_ABORTED;
+    return st;
 }
 
-/* Allocate every tensor still without data, then fill it: whole file
- * tensors (without mmap) and gathered experts (always). */
-static lm_status place_owned(struct lm_loader *ld)
+/* Allocate one buffer of buft for its weights still without data (file
+ * tensors not mapped, gathered experts) and fill them. */
+static lm_status place_owned(struct lm_loader *ld, lm_buft buft, FILE *f)
 {
     struct lm_model *m = ld->m;
-    struct lm_buffer *buf = NULL;
-    lm_status st = lm_alloc_ctx_tensors(m->ctx, lm_host_buft(), &buf);
-    if (st)
-        return lm_ld_fail(ld, st, "cannot allocate memory for the weights");
-    if (!buf)
-        return LM_OK;
-    lm_buffer_set_usage(buf, LM_BUFFER_USAGE_WEIGHTS);
-    m->bufs[m->n_bufs++] = buf;
-    FILE *f = m->mapping ? NULL : fopen(ld->path, "rb");
-    if (!m->mapping && !f)
-        return lm_ld_fail(ld, LM_ERR_IO, "cannot open %s", ld->path);
     int64_t n = lm_gguf_n_tensors(ld->g);
+    size_t align = lm_buft_alignment(buft), total = 0;
+    int dev = -1;
+    for (struct lm_tensor *t = lm_ctx_first_tensor(m->ctx); t; t = lm_ctx_next_tensor(m->ctx, t))
+        if (!t->data && weight_buft(ld, t) == buft) {
+            total += (lm_buft_alloc_size(buft, t) + align - 1) / align * align;
+            dev = lm_placement_weight_dev(m->place, m, t);
+        }
+    if (dev < 0)
+        return LM_OK;
+    struct lm_buffer *buf = NULL;
+    lm_status st = lm_buft_alloc_buffer(buft, total, &buf);
+    if (st)
+        return lm_ld_fail(ld, st, "cannot allocate %zu bytes of %s for the weights", total, lm_buft_name(buft));
+    if ((st = add_buffer(ld, buf)))
+        return st;
+    size_t off = 0;
+    for (struct lm_tensor *t = lm_ctx_first_tensor(m->ctx); t && !st; t = lm_ctx_next_tensor(m->ctx, t))
+        if (!t->data && weight_buft(ld, t) == buft) {
+            st = lm_buffer_place_tensor(buf, t, off);
+            off += (lm_buft_alloc_size(buft, t) + align - 1) / align * align;
+        }
+    if (st)
+        return lm_ld_fail(ld, st, "cannot place the weights in %s", lm_buft_name(buft));
+    void *tmp = NULL;
     for (int64_t i = 0; i < n && !st; i++) {
         struct lm_tensor *t = ld->file_tensor[i];
-        const struct lm_gguf_tensor_info *ti = lm_gguf_tensor_info(ld->g, i);
-        if (t->buffer != buf || strcmp(t->name, ti->name))
-            continue; /* mapped, or an expert slice (below) */
-        st = fetch(ld, f, i, t->data);
-        if (!st && !advance(ld, ti->size))
-            st = LM_ERR_ABORTED;
+        if (t->buffer == buf && !strcmp(t->name, lm_gguf_tensor_info(ld->g, i)->name))
+            st = fill(ld, f, i, t, 0, &tmp);
     }
     for (int k = 0; k < ld->n_gathers && !st; k++) {
         const struct gather *gt = &ld->gathers[k];
         size_t slice = lm_nbytes(gt->t) / (size_t)gt->n;
-        for (int x = 0; x < gt->n && !st; x++) {
-            st = fetch(ld, f, gt->src[x], (uint8_t *)gt->t->data + (size_t)x * slice);
-            if (!st && !advance(ld, lm_gguf_tensor_info(ld->g, gt->src[x])->size))
-                st = LM_ERR_ABORTED;
+        for (int x = 0; x < gt->n && !st && gt->t->buffer == buf; x++)
+            st = fill(ld, f, gt->src[x], gt->t, (size_t)x * slice, &tmp);
+    }
+    free(tmp);
+    if (st)
+        return lm_ld_fail(ld, st, st == LM_ERR_ABORTED ? "loading aborted by the progress callback"
+                                                       : "cannot load the weights into %s", lm_buft_name(buft));
+    /* host memory (plain or repacked) can be locked; a device's cannot */
+    if (ld->params->use_mlock && dev == 0 && lm_mem_lock(lm_buffer_base(buf), lm_buffer_size(buf)) == LM_OK) {
+        m->mlocked = true;
+        m->bufs_locked |= 1u << (m->n_bufs - 1);
+    }
+    return LM_OK;
+}
+
+/* The placement passes: the plan, then one pass per buffer type (the plain
+ * host type first maps what it can), in order of first use. */
+static lm_status place_weights(struct lm_loader *ld)
+{
+    struct lm_model *m = ld->m;
+    const struct lm_model_params *p = ld->params;
+    struct lm_placement_params pp = {
+        .n_gpu_layers = p->n_gpu_layers,
+        .split_mode = (enum lm_split_mode)p->split_mode,
+        .main_gpu = p->main_gpu,
+        .tensor_split = p->tensor_split,
+        .repack = p->repack,
+    };
+    m->place = calloc(1, sizeof *m->place);
+    if (!m->place)
+        return lm_ld_fail(ld, LM_ERR_NOMEM, "out of memory");
+    lm_status st = lm_placement_plan(&pp, m->hp.n_layer, m->place);
+    if (st == LM_ERR_NOT_FOUND)
+        return lm_ld_fail(ld, st, "no CPU backend registered (call llama_backend_init first)");
+    if (st)
+        return lm_ld_fail(ld, st, "bad device placement (n_gpu_layers %d, split_mode %d, main_gpu %d)",
+                          (int)p->n_gpu_layers, p->split_mode, (int)p->main_gpu);
+    if (m->mapping && (st = place_mapped(ld)))
+        return st;
+    FILE *f = m->mapping ? NULL : fopen(ld->path, "rb");
+    if (!m->mapping && !f)
+        return lm_ld_fail(ld, LM_ERR_IO, "cannot open %s", ld->path);
+    lm_buft done[32];
+    int n_done = 0;
+    for (struct lm_tensor *t = lm_ctx_first_tensor(m->ctx); t && !st; t = lm_ctx_next_tensor(m->ctx, t)) {
+        lm_buft b = weight_buft(ld, t);
+        bool seen = false;
+        for (int k = 0; k < n_done; k++)
+            seen |= done[k] == b;
+        if (seen || t->data)
+            continue;
+        if (!b || n_done == (int)(sizeof done / sizeof done[0])) {
+            st = lm_ld_fail(ld, LM_ERR_UNSUPPORTED, "no buffer type for tensor '%s'", t->name);
+            break;
         }
+        done[n_done++] = b;
+        st = place_owned(ld, b, f);
     }
     if (f)
         fclose(f);
-    if (st)
-        return lm_ld_fail(ld, st, st == LM_ERR_ABORTED ? "loading aborted by the progress callback"
-                                                       : "cannot read tensor data");
-    if (ld->params->use_mlock && lm_mem_lock(lm_buffer_base(buf), lm_buffer_size(buf)) == LM_OK)
-        m->mlocked = true;
-    return LM_OK;
+    return st;
 }
 
 /* The file type of a file that does not say: from the most common weight
@@ -628,19 +675,7 @@ static lm_status load_weights(struct lm_loader *ld, const struct lm_arch_def *de
         ld->bytes_total += lm_gguf_tensor_info(ld->g, i)->size;
     if (ld->params->use_mmap && (st = open_mapping(ld)))
         return st;
-    if (ld->params->repack) {
-        FILE *f = m->mapping ? NULL : fopen(ld->path, "rb");
-        if (!m->mapping && !f)
-            return lm_ld_fail(ld, LM_ERR_IO, "cannot open %s", ld->path);
-        st = place_repacked(ld, f);
-        if (f)
-            fclose(f);
-        if (st)
-            return st;
-    }
-    if (ld->params->use_mmap && (st = place_mapped(ld)))
-        return st;
-    if ((st = place_owned(ld)))
+    if ((st = place_weights(ld)))
         return st;
     if (!report(ld, 1.0f))
         return lm_ld_fail(ld, LM_ERR_ABORTED, "loading aborted by the progress callback");
@@ -755,8 +790,8 @@ void lm_model_free(struct lm_model *m)
         return;
     /* heap buffers that were mlock'ed must be unlocked before free() hands
      * their pages back (the mapping unlocks itself) */
-    for (int i = 0; i < m->n_bufs && m->mlocked; i++)
-        if (!m->mapping || lm_buffer_base(m->bufs[i]) != (void *)m->mapping->addr)
+    for (int i = 0; i < m->n_bufs; i++)
+        if (m->bufs_locked & (1u << i))
             lm_mem_unlock(lm_buffer_base(m->bufs[i]), lm_buffer_size(m->bufs[i]));
     for (int i = 0; i < m->n_bufs; i++)
         lm_buffer_free(m->bufs[i]);
@@ -765,5 +800,6 @@ void lm_model_free(struct lm_model *m)
     lm_vocab_free(m->vocab);
     lm_gguf_close(m->gguf);
     free(m->layers);
+    free(m->place);
     free(m);
 }

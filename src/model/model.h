@@ -152,7 +152,8 @@ struct lm_layer {
     struct lm_tensor *ffn_down_exps; /* [n_ff, n_embd, n_expert] */
 };
 
-struct lm_mapping; /* an mmapped file */
+struct lm_mapping;   /* an mmapped file */
+struct lm_placement; /* model/placement.h */
 
 struct lm_model {
     struct lm_hparams hp;
@@ -170,10 +171,12 @@ struct lm_model {
     struct lm_layer *layers;         /* [n_layer] */
 
     struct lm_ctx *ctx;              /* metadata of every weight */
-    struct lm_buffer *bufs[4];       /* weight buffers (mmap view, host copies) */
+    struct lm_buffer *bufs[16];      /* weight buffers (mmap view, one per buffer type) */
     int n_bufs;
     struct lm_mapping *mapping;      /* NULL without mmap */
+    struct lm_placement *place;      /* the device plan (model/placement.h); NULL: vocab only */
     bool mlocked;
+    uint32_t bufs_locked;            /* bit i: bufs[i] (heap memory) was mlock'ed */
 
     struct lm_gguf *gguf;            /* the file's metadata (kept for meta_* queries) */
     uint64_t n_elements;             /* parameters */
@@ -198,7 +201,12 @@ struct lm_model_params {
     bool vocab_only;
     bool use_mmap;
     bool use_mlock;
-    bool repack;      /* keep matmul-only matrices in the CPU's GEMM layout (cpu/repack.h) */
+    bool repack;      /* let devices keep matmul-only matrices in their own layout (the CPU's GEMM layout) */
+    /* device placement (model/placement.h; llama_model_params); zero: all on the CPU */
+    int32_t n_gpu_layers;
+    int split_mode;   /* enum lm_split_mode */
+    int32_t main_gpu;
+    const float *tensor_split;
     bool (*progress)(float progress, void *user); /* NULL: none; return false to abort */
     void *progress_user;
     const struct lm_kv_override *kv_overrides;     /* NULL or ended by an empty key */

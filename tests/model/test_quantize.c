@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "cpu/cpu.h"
 #include "gguf/gguf.h"
 #include "lm_test.h"
 #include "model/context.h"
@@ -213,6 +214,7 @@ static double logits_diff(const char *path, const char *ref_rel, double *abs_out
     size_t ref_size = 0;
     float *ref = lm_test_read_file(lm_test_shared(ref_rel), &ref_size);
     struct lm_model_params mp = {.use_mmap = true};
+    lm_backend_register(lm_cpu_backend_reg()); /* what llama_backend_init does */
     if (!read_ids(ids) || !ref || ref_size != sizeof(float) * N_IDS * N_VOCAB)
         goto out;
     if (lm_model_load(path, &mp, &m, err, sizeof err)) {

@@ -1,0 +1,114 @@
+/* placement.c - the device plan of a model (placement.h). */
+#include "model/placement.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The first GPU whose cumulative share passes frac (upper bound). */
+static int gpu_of_fraction(const float *cum, int n_gpu, float frac)
+{
+    for (int g = 0; g < n_gpu; g++)
+        if (cum[g] > frac)
+            return g;
+    return n_gpu - 1;
+}
+
+lm_status lm_placement_plan_regs(const struct lm_placement_params *p, uint32_t n_layer,
+                                 const struct lm_backend_reg *const *regs, int n_regs, struct lm_placement *out)
+{
+    if (!p || !out || n_layer > LM_MAX_LAYERS || (n_regs > 0 && !regs))
+        return LM_ERR_INVALID_ARG;
+    memset(out, 0, sizeof *out);
+    out->n_layer = n_layer;
+    out->repack = p->repack;
+    for (int i = 0; i < n_regs && !out->n_dev; i++)
+        if (regs[i] && regs[i]->kind == LM_DEV_HOST && regs[i]->default_buft)
+            out->dev[out->n_dev++] = regs[i];
+    if (!out->n_dev)
+        return LM_ERR_NOT_FOUND;
+    for (int i = 0; i < n_regs && out->n_dev < LM_MAX_DEVICES; i++)
+        if (regs[i] && regs[i]->kind == LM_DEV_GPU && regs[i]->default_buft)
+            out->dev[out->n_dev++] = regs[i];
+    const int n_gpu = out->n_dev - 1;
+    if (n_gpu == 0 || p->n_gpu_layers <= 0)
+        return LM_OK; /* everything on the host */
+
+    const uint32_t n_off = (uint32_t)p->n_gpu_layers < n_layer ? (uint32_t)p->n_gpu_layers : n_layer;
+    const uint32_t start = n_layer - n_off;
+    if (p->split_mode == LM_SPLIT_NONE || p->split_mode == LM_SPLIT_ROW) {
+        if (p->main_gpu < 0 || p->main_gpu >= n_gpu)
+            return LM_ERR_INVALID_ARG;
+        for (uint32_t il = start; il < n_layer; il++)
+            out->layer_dev[il] = (uint8_t)(1 + p->main_gpu);
+    } else if (p->split_mode == LM_SPLIT_LAYER) {
+        float cum[LM_MAX_DEVICES], total = 0.0f;
+        for (int g = 0; g < n_gpu; g++) {
+            float s = p->tensor_split ? p->tensor_split[g] : 0.0f;
+            if (!(s >= 0.0f) || s > 1e30f)
+                return LM_ERR_INVALID_ARG;
+            total += s;
+            cum[g] = total;
+        }
+        if (total == 0.0f) { /* equal shares */
+            for (int g = 0; g < n_gpu; g++)
+                cum[g] = (float)(g + 1);
+            total = (float)n_gpu;
+        }
+        for (int g = 0; g < n_gpu; g++)
+            cum[g] /= total;
+        for (uint32_t il = start; il < n_layer; il++)
+            out->layer_dev[il] = (uint8_t)(1 + gpu_of_fraction(cum, n_gpu, (float)(il - start) / (float)n_off));
+    } else {
+        return LM_ERR_INVALID_ARG;
+    }
+    if ((uint32_t)p->n_gpu_layers > n_layer && n_layer > 0)
+        out->output_dev = out->layer_dev[n_layer - 1];
+    return LM_OK;
+}
+
+lm_status lm_placement_plan(const struct lm_placement_params *p, uint32_t n_layer, struct lm_placement *out)
+{
+    const struct lm_backend_reg *regs[16];
+    int n = 0;
+    for (int i = 0; i < lm_backend_reg_count() && n < 16; i++)
+        regs[n++] = lm_backend_reg_get(i);
+    return lm_placement_plan_regs(p, n_layer, regs, n, out);
+}
+
+static bool is_input(const struct lm_model *m, const struct lm_tensor *w)
+{
+    return w == m->tok_embd || w == m->pos_embd || w == m->type_embd || w == m->tok_norm || w == m->tok_norm_b;
+}
+
+/* The layer of a "blk.N." weight, or -1. */
+static long layer_of(const char *name)
+{
+    if (strncmp(name, "blk.", 4))
+        return -1;
+    char *end;
+    long il = strtol(name + 4, &end, 10);
+    return end != name + 4 && *end == '.' && il >= 0 ? il : -1;
+}
+
+int lm_placement_weight_dev(const struct lm_placement *pl, const struct lm_model *m, const struct lm_tensor *w)
+{
+    if (is_input(m, w))
+        return pl->input_dev;
+    long il = layer_of(w->name);
+    if (il >= 0 && (uint32_t)il < pl->n_layer)
+        return pl->layer_dev[il];
+    return pl->output_dev;
+}
+
+lm_buft lm_placement_weight_buft(const struct lm_placement *pl, const struct lm_model *m, const struct lm_tensor *w)
+{
+    /* the input layer is read by row; everything else only by matrix
+     * products (2-D) or elementwise ops (1-D: no device repacks those) */
+    unsigned flags = pl->repack && !is_input(m, w) ? LM_WEIGHT_MATMUL_ONLY : 0;
+    return lm_backend_reg_weight_buft(pl->dev[lm_placement_weight_dev(pl, m, w)], w, flags);
+}
+
+int lm_placement_kv_dev(const struct lm_placement *pl, uint32_t il, bool offload_kqv)
+{
+    return offload_kqv && il < pl->n_layer ? pl->layer_dev[il] : 0;
+}
