@@ -41,22 +41,27 @@ lm_status lm_strbuf_put(struct lm_strbuf *b, const void *s, size_t n)
 
 lm_status lm_strbuf_puts(struct lm_strbuf *b, const char *s) { return lm_strbuf_put(b, s, strlen(s)); }
 
+lm_status lm_strbuf_vprintf(struct lm_strbuf *b, const char *fmt, va_list ap)
+{
+    va_list again;
+    va_copy(again, ap);
+    const int n = vsnprintf(NULL, 0, fmt, ap);
+    lm_status st = n < 0 ? LM_ERR_INVALID_ARG : lm_strbuf_reserve(b, (size_t)n);
+    if (st == LM_OK) {
+        vsnprintf(b->p + b->n, (size_t)n + 1, fmt, again);
+        b->n += (size_t)n;
+    }
+    va_end(again);
+    return st;
+}
+
 lm_status lm_strbuf_printf(struct lm_strbuf *b, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    const int n = vsnprintf(NULL, 0, fmt, ap);
+    const lm_status st = lm_strbuf_vprintf(b, fmt, ap);
     va_end(ap);
-    if (n < 0)
-        return LM_ERR_INVALID_ARG;
-    lm_status st = lm_strbuf_reserve(b, (size_t)n);
-    if (st != LM_OK)
-        return st;
-    va_start(ap, fmt);
-    vsnprintf(b->p + b->n, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->n += (size_t)n;
-    return LM_OK;
+    return st;
 }
 
 void lm_strbuf_free(struct lm_strbuf *b)

@@ -5,6 +5,7 @@
 #ifndef LM_CORE_STRBUF_H
 #define LM_CORE_STRBUF_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 #include "core/status.h"
@@ -22,6 +23,7 @@ lm_status lm_strbuf_put(struct lm_strbuf *b, const void *s, size_t n);
 lm_status lm_strbuf_puts(struct lm_strbuf *b, const char *s);
 /* Append formatted text (any length). LM_ERR_INVALID_ARG when formatting fails. */
 lm_status lm_strbuf_printf(struct lm_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+lm_status lm_strbuf_vprintf(struct lm_strbuf *b, const char *fmt, va_list ap);
 /* Make room for n more bytes (plus the NUL) without appending. */
 lm_status lm_strbuf_reserve(struct lm_strbuf *b, size_t n);
 /* Free the bytes and reset to empty (max kept). */

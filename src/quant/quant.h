@@ -20,7 +20,7 @@ typedef void (*lm_to_float_fn)(const void *x, float *y, int64_t n);
 typedef void (*lm_from_float_fn)(const float *x, void *y, int64_t n);
 
 struct lm_quant_traits {
-    lm_to_float_fn to_float;        /* NULL for integer types and types not implemented */
+    lm_to_float_fn to_float;        /* NULL for the integer types (I8, I16, I32) */
     lm_from_float_fn from_float;    /* reference encoder; NULL where none exists (IQ2 needs lm_quantize_chunk) */
     bool needs_imatrix;             /* true for IQ2_XXS / IQ2_XS */
 };

@@ -68,25 +68,18 @@ void lm_schema_puts(struct gen *g, struct lm_strbuf *b, const char *s) { lm_sche
 
 void lm_schema_printf(struct gen *g, struct lm_strbuf *b, const char *fmt, ...)
 {
+    if (g->st != LM_OK)
+        return;
+    b->max = LM_SCHEMA_MAX_GBNF - 1;
+    const size_t before = b->n, out_before = b == &g->out ? before : g->out.n;
     va_list ap;
     va_start(ap, fmt);
-    const int n = vsnprintf(NULL, 0, fmt, ap);
+    const lm_status st = lm_strbuf_vprintf(b, fmt, ap);
     va_end(ap);
-    if (n < 0) {
-        put_failed(g, LM_ERR_INVALID_ARG);
-        return;
-    }
-    if (!room(g, b, (size_t)n))
-        return;
-    const lm_status st = lm_strbuf_reserve(b, (size_t)n);
-    if (st != LM_OK) {
+    if (st != LM_OK)
         put_failed(g, st);
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(b->p + b->n, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->n += (size_t)n;
+    else if (out_before + (b->n - before) >= LM_SCHEMA_MAX_GBNF) /* the check room() makes before a put */
+        put_failed(g, LM_ERR_FULL);
 }
 
 /* append s as a GBNF string literal */

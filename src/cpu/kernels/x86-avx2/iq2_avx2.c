@@ -21,7 +21,7 @@
  * weight sum (once per super-block) is subtracted: the same integers as the
  * single dot, so the same bits.
  */
-#include "cpu/kernels/iq2_cols.h"
+#include "cpu/kernels/iq2_x86.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/x86-avx2/avx2_util.h"
 #include "quant/blocks.h"
@@ -34,18 +34,6 @@ static inline int32_t hsum_i32(__m256i v)
     s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
     return _mm_cvtsi128_si32(s);
-}
-
-/* The 32 sign bits of 4 octets (bit 8i + j: element j of octet i negative)
- * from their 7-bit sign indices in the low 28 bits of k (octet i at bit 7i):
- * each index plus its parity bit (lm_iq2_sign_bits), computed in registers. */
-static inline uint32_t sign_bits4(uint32_t k)
-{
-    const uint32_t v = _pdep_u32(k, 0x7F7F7F7Fu);
-    uint32_t t = v ^ (v >> 4); /* bits 0..3 of each byte: that byte's halves xor-ed */
-    t ^= t >> 2;
-    t ^= t >> 1;
-    return v | (t & 0x01010101u) << 7;
 }
 
 /* int16 pair sums of grid bytes g times y, negated where neg is set (grid
@@ -72,7 +60,7 @@ void vec_dot_iq2_xxs_q8_K_avx2(int64_t n, float *s, const void *vx, const void *
             const uint8_t *gi = (const uint8_t *)&w[0];
             const __m256i grid = _mm256_set_epi64x((long long)lm_iq2xxs_grid[gi[3]], (long long)lm_iq2xxs_grid[gi[2]],
                                                    (long long)lm_iq2xxs_grid[gi[1]], (long long)lm_iq2xxs_grid[gi[0]]);
-            const uint32_t sb = sign_bits4(w[1] & 0x0FFFFFFFu);
+            const uint32_t sb = lm_iq2_sign_bits4(w[1] & 0x0FFFFFFFu);
             const __m256i neg = avx2_bits_to_bytes((const uint8_t *)&sb);
             const __m256i q8 = _mm256_loadu_si256((const __m256i *)(y[b].qs + 32 * g));
             const __m256i p = signed_products(grid, neg, q8);
@@ -100,7 +88,7 @@ void vec_dot_iq2_xs_q8_K_avx2(int64_t n, float *s, const void *vx, const void *v
             const __m256i grid =
                 _mm256_set_epi64x((long long)lm_iq2xs_grid[q[3] & 511], (long long)lm_iq2xs_grid[q[2] & 511],
                                   (long long)lm_iq2xs_grid[q[1] & 511], (long long)lm_iq2xs_grid[q[0] & 511]);
-            const uint32_t sb = sign_bits4((uint32_t)_pext_u64(q4, 0xFE00FE00FE00FE00ull));
+            const uint32_t sb = lm_iq2_sign_bits4((uint32_t)_pext_u64(q4, 0xFE00FE00FE00FE00ull));
             const __m256i neg = avx2_bits_to_bytes((const uint8_t *)&sb);
             const __m256i q8 = _mm256_loadu_si256((const __m256i *)(y[b].qs + 32 * g));
             const __m256i p = signed_products(grid, neg, q8);

@@ -20,22 +20,10 @@
  * same integers as the single dot, so the same bits.
  */
 #include "avx512_util.h"
-#include "cpu/kernels/iq2_cols.h"
+#include "cpu/kernels/iq2_x86.h"
 #include "cpu/kernels/kernels.h"
 #include "quant/blocks.h"
 #include "quant/iq2.h"
-
-/* The 32 sign bits of 4 octets (bit 8i + j: element j of octet i negative)
- * from their 7-bit sign indices in the low 28 bits of k (octet i at bit 7i):
- * each index plus its parity bit (lm_iq2_sign_bits), computed in registers. */
-static inline uint32_t sign_bits4(uint32_t k)
-{
-    const uint32_t v = _pdep_u32(k, 0x7F7F7F7Fu);
-    uint32_t t = v ^ (v >> 4); /* bits 0..3 of each byte: that byte's halves xor-ed */
-    t ^= t >> 2;
-    t ^= t >> 1;
-    return v | (t & 0x01010101u) << 7;
-}
 
 /* Per int32 lane (4 consecutive elements) sum of grid x (+/-) y, exact and
  * below 4 * 43 * 128 in magnitude (so it fits the low int16 of the lane). */
@@ -57,8 +45,8 @@ static inline void load_xxs(const uint16_t *qs, __m512i *grid, __mmask64 *neg, _
 {
     uint32_t w[4];
     memcpy(w, qs, sizeof w);
-    *neg = _cvtu64_mask64((uint64_t)sign_bits4(w[1] & 0x0FFFFFFFu) |
-                          (uint64_t)sign_bits4(w[3] & 0x0FFFFFFFu) << 32);
+    *neg = _cvtu64_mask64((uint64_t)lm_iq2_sign_bits4(w[1] & 0x0FFFFFFFu) |
+                          (uint64_t)lm_iq2_sign_bits4(w[3] & 0x0FFFFFFFu) << 32);
     const __m128i v = _mm_loadu_si128((const __m128i *)qs); /* w0 w1 w2 w3 */
     const __m256i gi = _mm256_cvtepu8_epi32(_mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, -1, -1, -1,
                                                                               -1, -1, -1, -1, -1)));
@@ -74,8 +62,8 @@ static inline void load_xs(const uint16_t *qs, const uint8_t *sc, __m512i *grid,
 {
     uint64_t q[2];
     memcpy(q, qs, sizeof q);
-    *neg = _cvtu64_mask64((uint64_t)sign_bits4((uint32_t)_pext_u64(q[0], 0xFE00FE00FE00FE00ull)) |
-                          (uint64_t)sign_bits4((uint32_t)_pext_u64(q[1], 0xFE00FE00FE00FE00ull)) << 32);
+    *neg = _cvtu64_mask64((uint64_t)lm_iq2_sign_bits4((uint32_t)_pext_u64(q[0], 0xFE00FE00FE00FE00ull)) |
+                          (uint64_t)lm_iq2_sign_bits4((uint32_t)_pext_u64(q[1], 0xFE00FE00FE00FE00ull)) << 32);
     const __m256i r = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)qs));
     *grid = _mm512_i32gather_epi64(_mm256_and_si256(r, _mm256_set1_epi32(511)), (const void *)lm_iq2xs_grid, 8);
     const int a = 2 * (sc[0] & 0xf) + 1, c = 2 * (sc[0] >> 4) + 1, e = 2 * (sc[1] & 0xf) + 1, f = 2 * (sc[1] >> 4) + 1;
