@@ -4,12 +4,7 @@
 
 #include "core/tensor.h"
 
-/* Record the first error of the arena (later ones are dropped). */
-void lm_ctx_fail(struct lm_ctx *ctx, lm_status st, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
+/* lm_ctx_fail (tensor.h) records an arena's first error. */
 
 /* A tensor of shape ne[4], contiguous strides; a view of view_src at
  * view_offs when view_src is set (no data of its own). NULL on error. */

@@ -302,7 +302,8 @@ static bool rule_attn(const struct lm_tensor *t, char *why, size_t n)
     return result_is(t, LM_TYPE_F32, v->ne[1], q->ne[2], q->ne[1], 1, why, n);
 }
 
-/* ROPE: F32 a [d, n_head, n_tokens], 1-d I32 positions (one per token);
+/* ROPE and ROPE_BACK (dy in src[0]): F32 a [d, n_head, n_tokens], 1-d I32
+ * positions (one per token);
  * op_params: n_dims (even, 1..d), mode (NORMAL or NEOX), n_ctx_orig,
  * freq_base and freq_scale (> 0), ext_factor, attn_factor, beta_fast,
  * beta_slow. */
@@ -311,13 +312,14 @@ static bool rule_rope(const struct lm_tensor *t, char *why, size_t n)
     const struct lm_tensor *a = t->src[0], *pos = t->src[1];
     const int n_dims = lm_get_op_i32(t, 0), mode = lm_get_op_i32(t, 1);
     const float freq_base = lm_get_op_f32(t, 3), freq_scale = lm_get_op_f32(t, 4);
-    RULE(a->type == LM_TYPE_F32 && pos->type == LM_TYPE_I32, "ROPE: a must be f32 and pos i32");
-    RULE(lm_n_dims(pos) == 1 && pos->ne[0] == a->ne[2], "ROPE: %lld positions for %lld tokens", (long long)pos->ne[0],
-         (long long)a->ne[2]);
-    RULE(n_dims > 0 && n_dims % 2 == 0 && n_dims <= a->ne[0], "ROPE: n_dims %d with row length %lld", n_dims,
+    const char *name = lm_op_name(t->op);
+    RULE(a->type == LM_TYPE_F32 && pos->type == LM_TYPE_I32, "%s: a must be f32 and pos i32", name);
+    RULE(lm_n_dims(pos) == 1 && pos->ne[0] == a->ne[2], "%s: %lld positions for %lld tokens", name,
+         (long long)pos->ne[0], (long long)a->ne[2]);
+    RULE(n_dims > 0 && n_dims % 2 == 0 && n_dims <= a->ne[0], "%s: n_dims %d with row length %lld", name, n_dims,
          (long long)a->ne[0]);
-    RULE(mode == LM_ROPE_NORMAL || mode == LM_ROPE_NEOX, "ROPE: unknown mode %d", mode);
-    RULE(freq_base > 0.0f && freq_scale > 0.0f, "ROPE: freq_base and freq_scale must be positive");
+    RULE(mode == LM_ROPE_NORMAL || mode == LM_ROPE_NEOX, "%s: unknown mode %d", name, mode);
+    RULE(freq_base > 0.0f && freq_scale > 0.0f, "%s: freq_base and freq_scale must be positive", name);
     return result_like(t, LM_TYPE_F32, a, why, n);
 }
 
@@ -329,6 +331,87 @@ static bool rule_argsort(const struct lm_tensor *t, char *why, size_t n)
     RULE(a->type == LM_TYPE_F32, "ARGSORT: operand must be f32");
     RULE(order == LM_SORT_ASC || order == LM_SORT_DESC, "ARGSORT: bad order");
     return result_like(t, LM_TYPE_I32, a, why, n);
+}
+
+/* ---- training ops (gradients) ---- */
+
+/* GET_ROWS_BACK: F32 dy [K, N] (any strides), contiguous I32 ids [N], like
+ * (src[2], any type, its shape only) [K, R]; the result F32 [K, R]. */
+static bool rule_get_rows_back(const struct lm_tensor *t, char *why, size_t n)
+{
+    const struct lm_tensor *dy = t->src[0], *ids = t->src[1], *like = t->src[2];
+    RULE(dy->type == LM_TYPE_F32 && ids->type == LM_TYPE_I32, "GET_ROWS_BACK: dy must be f32 and ids i32");
+    RULE(lm_is_contiguous(ids), "GET_ROWS_BACK: ids must be contiguous");
+    RULE(dy->ne[2] == 1 && dy->ne[3] == 1 && like->ne[2] == 1 && like->ne[3] == 1 && lm_n_dims(ids) == 1 &&
+             ids->ne[0] == dy->ne[1] && like->ne[0] == dy->ne[0],
+         "GET_ROWS_BACK: dy " SHAPE_FMT ", ids " SHAPE_FMT ", like " SHAPE_FMT " do not fit", SHAPE_ARGS(dy),
+         SHAPE_ARGS(ids), SHAPE_ARGS(like));
+    return result_is(t, LM_TYPE_F32, like->ne[0], like->ne[1], 1, 1, why, n);
+}
+
+/* REPEAT_BACK: F32 a (any strides) summed into the result's shape, which
+ * tiles a (lm_can_repeat(result, a)). */
+static bool rule_repeat_back(const struct lm_tensor *t, char *why, size_t n)
+{
+    const struct lm_tensor *a = t->src[0];
+    RULE(a->type == LM_TYPE_F32, "REPEAT_BACK: operand must be f32");
+    RULE(t->type == LM_TYPE_F32, "REPEAT_BACK: result must be f32");
+    RULE(lm_can_repeat(t, a), "REPEAT_BACK: " SHAPE_FMT " does not tile " SHAPE_FMT, SHAPE_ARGS(t), SHAPE_ARGS(a));
+    return true;
+}
+
+/* Two F32 sources of one shape with contiguous rows; the result F32 of that shape. */
+static bool rule_pair_rows(const struct lm_tensor *t, char *why, size_t n)
+{
+    const struct lm_tensor *a = t->src[0], *b = t->src[1];
+    RULE(a->type == LM_TYPE_F32 && b->type == LM_TYPE_F32, "%s: operands must be f32 (got %s, %s)",
+         lm_op_name(t->op), lm_type_name(a->type), lm_type_name(b->type));
+    RULE(lm_same_shape(a, b), "%s: " SHAPE_FMT " and " SHAPE_FMT " differ", lm_op_name(t->op), SHAPE_ARGS(a),
+         SHAPE_ARGS(b));
+    RULE(lm_is_contiguous_rows(a) && lm_is_contiguous_rows(b), "%s: rows must be contiguous", lm_op_name(t->op));
+    return result_like(t, LM_TYPE_F32, a, why, n);
+}
+
+/* RMS_NORM_BACK: x, dy; eps (op_params[0]) finite and >= 0. */
+static bool rule_rms_norm_back(const struct lm_tensor *t, char *why, size_t n)
+{
+    const float eps = lm_get_op_f32(t, 0);
+    RULE(eps >= 0.0f && isfinite(eps), "RMS_NORM_BACK: bad eps %g", (double)eps);
+    return rule_pair_rows(t, why, n);
+}
+
+/* SOFT_MAX_BACK: dy, y; scale (op_params[0]) finite. */
+static bool rule_soft_max_back(const struct lm_tensor *t, char *why, size_t n)
+{
+    RULE(isfinite(lm_get_op_f32(t, 0)), "SOFT_MAX_BACK: bad scale");
+    return rule_pair_rows(t, why, n);
+}
+
+/* UNARY_BACK: x, dy; op_params[0] an enum lm_unary_op. */
+static bool rule_unary_back(const struct lm_tensor *t, char *why, size_t n)
+{
+    RULE((unsigned)lm_get_op_i32(t, 0) < LM_UNARY_COUNT, "UNARY_BACK: unknown unary op %d",
+         (int)lm_get_op_i32(t, 0));
+    return rule_pair_rows(t, why, n);
+}
+
+/* CROSS_ENTROPY_LOSS(_BACK): F32 logits [V, N] with contiguous rows,
+ * contiguous I32 targets [N]; _BACK also F32 dloss [1] (src[2]). The result
+ * is [1] (the loss) or [V, N] (the gradient). */
+static bool rule_cross_entropy(const struct lm_tensor *t, char *why, size_t n)
+{
+    const struct lm_tensor *lg = t->src[0], *tg = t->src[1], *dl = t->src[2];
+    const bool back = t->op == LM_OP_CROSS_ENTROPY_LOSS_BACK;
+    const char *name = lm_op_name(t->op);
+    RULE(lg->type == LM_TYPE_F32 && tg->type == LM_TYPE_I32, "%s: logits must be f32 and targets i32", name);
+    RULE(lm_is_contiguous_rows(lg) && lm_is_contiguous(tg), "%s: logits rows and targets must be contiguous", name);
+    RULE(lg->ne[2] == 1 && lg->ne[3] == 1 && lm_n_dims(tg) == 1 && tg->ne[0] == lg->ne[1],
+         "%s: logits " SHAPE_FMT " and targets " SHAPE_FMT " do not fit", name, SHAPE_ARGS(lg), SHAPE_ARGS(tg));
+    if (back) {
+        RULE(dl->type == LM_TYPE_F32 && shape_is(dl, 1, 1, 1, 1), "%s: dloss must be one f32", name);
+        return result_like(t, LM_TYPE_F32, lg, why, n);
+    }
+    return result_is(t, LM_TYPE_F32, 1, 1, 1, 1, why, n);
 }
 
 /* ---- the table ---- */
@@ -364,6 +447,14 @@ static const struct lm_op_rule rules[LM_OP_COUNT] = {
     R(ROPE, 2, 2, rule_rope),
     R(ARGSORT, 1, 1, rule_argsort),
     R(ATTN, 3, 4, rule_attn),
+    R(GET_ROWS_BACK, 3, 3, rule_get_rows_back),
+    R(REPEAT_BACK, 1, 1, rule_repeat_back),
+    R(RMS_NORM_BACK, 2, 2, rule_rms_norm_back),
+    R(ROPE_BACK, 2, 2, rule_rope),
+    R(SOFT_MAX_BACK, 2, 2, rule_soft_max_back),
+    R(UNARY_BACK, 2, 2, rule_unary_back),
+    R(CROSS_ENTROPY_LOSS, 2, 2, rule_cross_entropy),
+    R(CROSS_ENTROPY_LOSS_BACK, 3, 3, rule_cross_entropy),
 };
 
 const struct lm_op_rule *lm_op_rule(enum lm_op op)

@@ -27,6 +27,10 @@ static const char *const op_names[LM_OP_COUNT] = {
     [LM_OP_PERMUTE] = "PERMUTE",   [LM_OP_TRANSPOSE] = "TRANSPOSE", [LM_OP_DIAG_MASK_INF] = "DIAG_MASK_INF",
     [LM_OP_SOFT_MAX] = "SOFT_MAX", [LM_OP_ROPE] = "ROPE",         [LM_OP_ARGSORT] = "ARGSORT",
     [LM_OP_ATTN] = "ATTN",
+    [LM_OP_GET_ROWS_BACK] = "GET_ROWS_BACK", [LM_OP_REPEAT_BACK] = "REPEAT_BACK",
+    [LM_OP_RMS_NORM_BACK] = "RMS_NORM_BACK", [LM_OP_ROPE_BACK] = "ROPE_BACK",
+    [LM_OP_SOFT_MAX_BACK] = "SOFT_MAX_BACK", [LM_OP_UNARY_BACK] = "UNARY_BACK",
+    [LM_OP_CROSS_ENTROPY_LOSS] = "CROSS_ENTROPY_LOSS", [LM_OP_CROSS_ENTROPY_LOSS_BACK] = "CROSS_ENTROPY_LOSS_BACK",
 };
 
 static const char *const unary_names[LM_UNARY_COUNT] = {
@@ -443,12 +447,14 @@ struct lm_tensor *lm_attn(struct lm_ctx *ctx, struct lm_tensor *q, struct lm_ten
     return build(ctx, &p, NULL);
 }
 
-struct lm_tensor *lm_rope(struct lm_ctx *ctx, struct lm_tensor *a, struct lm_tensor *pos, const struct lm_rope_params *p)
+/* ROPE and ROPE_BACK: a rotated with pos and the parameter block p. */
+static struct lm_tensor *rope(struct lm_ctx *ctx, enum lm_op op, struct lm_tensor *a, struct lm_tensor *pos,
+                              const struct lm_rope_params *p)
 {
     if (!a || !pos)
         return NULL;
-    NEED(ctx, p != NULL, "ROPE: no parameters");
-    struct lm_tensor n = node(LM_OP_ROPE, LM_TYPE_F32, a->ne, a, pos);
+    NEED(ctx, p != NULL, "%s: no parameters", lm_op_name(op));
+    struct lm_tensor n = node(op, LM_TYPE_F32, a->ne, a, pos);
     lm_set_op_i32(&n, 0, p->n_dims);
     lm_set_op_i32(&n, 1, p->mode);
     lm_set_op_i32(&n, 2, p->n_ctx_orig);
@@ -459,6 +465,11 @@ struct lm_tensor *lm_rope(struct lm_ctx *ctx, struct lm_tensor *a, struct lm_ten
     lm_set_op_f32(&n, 7, p->beta_fast);
     lm_set_op_f32(&n, 8, p->beta_slow);
     return build(ctx, &n, NULL);
+}
+
+struct lm_tensor *lm_rope(struct lm_ctx *ctx, struct lm_tensor *a, struct lm_tensor *pos, const struct lm_rope_params *p)
+{
+    return rope(ctx, LM_OP_ROPE, a, pos, p);
 }
 
 struct lm_tensor *lm_argsort(struct lm_ctx *ctx, struct lm_tensor *a, enum lm_sort_order order)
@@ -479,4 +490,78 @@ struct lm_tensor *lm_top_k(struct lm_ctx *ctx, struct lm_tensor *a, int k)
     if (!s)
         return NULL;
     return lm_view_4d(ctx, s, k, s->ne[1], s->ne[2], s->ne[3], s->nb[1], s->nb[2], s->nb[3], 0);
+}
+
+/* ---- training ops ---- */
+
+struct lm_tensor *lm_get_rows_back(struct lm_ctx *ctx, struct lm_tensor *dy, struct lm_tensor *ids,
+                                   struct lm_tensor *like)
+{
+    if (!dy || !ids || !like)
+        return NULL;
+    struct lm_tensor p = node4(LM_OP_GET_ROWS_BACK, LM_TYPE_F32, like->ne[0], like->ne[1], 1, 1, dy, ids);
+    p.src[2] = like;
+    return build(ctx, &p, NULL);
+}
+
+struct lm_tensor *lm_repeat_back(struct lm_ctx *ctx, struct lm_tensor *a, struct lm_tensor *like)
+{
+    if (!a || !like)
+        return NULL;
+    /* like gives the shape only and is no source (as REPEAT's b) */
+    struct lm_tensor p = node(LM_OP_REPEAT_BACK, LM_TYPE_F32, like->ne, a, NULL);
+    return build(ctx, &p, NULL);
+}
+
+/* A node of sources a, b (result of a's shape) with one 32-bit parameter. */
+static struct lm_tensor *pair_op(struct lm_ctx *ctx, enum lm_op op, struct lm_tensor *a, struct lm_tensor *b,
+                                 int32_t i0, float f0, bool is_f32)
+{
+    if (!a || !b)
+        return NULL;
+    struct lm_tensor p = node(op, LM_TYPE_F32, a->ne, a, b);
+    if (is_f32)
+        lm_set_op_f32(&p, 0, f0);
+    else
+        lm_set_op_i32(&p, 0, i0);
+    return build(ctx, &p, NULL);
+}
+
+struct lm_tensor *lm_rms_norm_back(struct lm_ctx *ctx, struct lm_tensor *x, struct lm_tensor *dy, float eps)
+{
+    return pair_op(ctx, LM_OP_RMS_NORM_BACK, x, dy, 0, eps, true);
+}
+
+struct lm_tensor *lm_rope_back(struct lm_ctx *ctx, struct lm_tensor *dy, struct lm_tensor *pos,
+                               const struct lm_rope_params *p)
+{
+    return rope(ctx, LM_OP_ROPE_BACK, dy, pos, p);
+}
+
+struct lm_tensor *lm_soft_max_back(struct lm_ctx *ctx, struct lm_tensor *dy, struct lm_tensor *y, float scale)
+{
+    return pair_op(ctx, LM_OP_SOFT_MAX_BACK, dy, y, 0, scale, true);
+}
+
+struct lm_tensor *lm_unary_back(struct lm_ctx *ctx, struct lm_tensor *x, struct lm_tensor *dy, enum lm_unary_op op)
+{
+    return pair_op(ctx, LM_OP_UNARY_BACK, x, dy, (int32_t)op, 0.0f, false);
+}
+
+struct lm_tensor *lm_cross_entropy_loss(struct lm_ctx *ctx, struct lm_tensor *logits, struct lm_tensor *targets)
+{
+    if (!logits || !targets)
+        return NULL;
+    struct lm_tensor p = node4(LM_OP_CROSS_ENTROPY_LOSS, LM_TYPE_F32, 1, 1, 1, 1, logits, targets);
+    return build(ctx, &p, NULL);
+}
+
+struct lm_tensor *lm_cross_entropy_loss_back(struct lm_ctx *ctx, struct lm_tensor *logits,
+                                             struct lm_tensor *targets, struct lm_tensor *dloss)
+{
+    if (!logits || !targets || !dloss)
+        return NULL;
+    struct lm_tensor p = node(LM_OP_CROSS_ENTROPY_LOSS_BACK, LM_TYPE_F32, logits->ne, logits, targets);
+    p.src[2] = dloss;
+    return build(ctx, &p, NULL);
 }

@@ -60,6 +60,15 @@ enum lm_op {
     LM_OP_ROPE,         /* see lm_rope */
     LM_OP_ARGSORT,      /* per row indices (I32) that sort it; params: int32 order */
     LM_OP_ATTN,         /* fused attention over the KV cache; see lm_attn */
+    /* training: gradients (src/train builds them; see "Training ops" below) */
+    LM_OP_GET_ROWS_BACK,    /* scatter-add of rows; see lm_get_rows_back */
+    LM_OP_REPEAT_BACK,      /* sum of tiles; see lm_repeat_back */
+    LM_OP_RMS_NORM_BACK,    /* see lm_rms_norm_back; params: float eps */
+    LM_OP_ROPE_BACK,        /* ROPE's transpose; params as ROPE */
+    LM_OP_SOFT_MAX_BACK,    /* see lm_soft_max_back; params: float scale */
+    LM_OP_UNARY_BACK,       /* dy * f'(x); params: int32 enum lm_unary_op */
+    LM_OP_CROSS_ENTROPY_LOSS,      /* see lm_cross_entropy_loss */
+    LM_OP_CROSS_ENTROPY_LOSS_BACK, /* see lm_cross_entropy_loss_back */
     LM_OP_COUNT
 };
 
@@ -128,6 +137,13 @@ size_t lm_graph_overhead(size_t n_nodes);
 
 lm_status lm_ctx_status(const struct lm_ctx *ctx);     /* the first error, or LM_OK */
 const char *lm_ctx_error(const struct lm_ctx *ctx);    /* its message ("" if none) */
+/* Record the first error of the arena (later ones are dropped): for graph
+ * builders above core that refuse something (e.g. train/grad.c). */
+void lm_ctx_fail(struct lm_ctx *ctx, lm_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
 bool lm_ctx_no_alloc(const struct lm_ctx *ctx);
 size_t lm_ctx_used(const struct lm_ctx *ctx);
 
@@ -305,6 +321,50 @@ struct lm_tensor *lm_rope(struct lm_ctx *ctx, struct lm_tensor *a, struct lm_ten
 struct lm_tensor *lm_argsort(struct lm_ctx *ctx, struct lm_tensor *a, enum lm_sort_order order);
 /* the indices of the k largest per row, largest first: a view of argsort DESC */
 struct lm_tensor *lm_top_k(struct lm_ctx *ctx, struct lm_tensor *a, int k);
+
+/* ---- training ops (gradients; docs/ops.md "Training ops") ----
+ * Every result is F32 and contiguous. Sums run in a fixed order for a given
+ * thread count, so a training step is bit-reproducible. */
+
+/* dy: F32 [K, N] (any strides); ids: I32 [N] contiguous; like: [K, R] (any
+ * type, read for its shape only; src[2]). Result [K, R]:
+ *   out[:, r] = sum over n (ascending) with ids[n] == r of dy[:, n]
+ * zero rows where no id points; ids outside [0, R) add nothing. The gradient
+ * of GET_ROWS with respect to its table. */
+struct lm_tensor *lm_get_rows_back(struct lm_ctx *ctx, struct lm_tensor *dy, struct lm_tensor *ids,
+                                   struct lm_tensor *like);
+/* a: F32 (any strides) with a.ne[d] % like.ne[d] == 0 for every d; like read
+ * for its shape only. Result like's shape:
+ *   out[j] = sum over i with i_d % like.ne[d] == j_d (i in flat order) of a[i]
+ * REPEAT's transpose: the gradient of a broadcast source. */
+struct lm_tensor *lm_repeat_back(struct lm_ctx *ctx, struct lm_tensor *a, struct lm_tensor *like);
+/* x, dy: F32, same shape, rows contiguous. Per row (n = ne0,
+ * r = 1 / sqrt(sum(x^2) / n + eps)):  dx = r * dy - x * r^3 * sum(dy * x) / n.
+ * The gradient of RMS_NORM(x, eps). params: f32[0] eps. */
+struct lm_tensor *lm_rms_norm_back(struct lm_ctx *ctx, struct lm_tensor *x, struct lm_tensor *dy, float eps);
+/* dy, pos, p as lm_rope: the transpose of ROPE's linear map (each pair rotated
+ * by -theta, times mscale; dims past n_dims copied): the gradient of ROPE. */
+struct lm_tensor *lm_rope_back(struct lm_ctx *ctx, struct lm_tensor *dy, struct lm_tensor *pos,
+                               const struct lm_rope_params *p);
+/* dy, y: F32, same shape, rows contiguous; y = soft_max_ext(a, mask, scale,
+ * max_bias). Per row: da = scale * y * (dy - sum_j dy_j * y_j): the gradient
+ * with respect to a (mask and ALiBi get none). params: f32[0] scale. */
+struct lm_tensor *lm_soft_max_back(struct lm_ctx *ctx, struct lm_tensor *dy, struct lm_tensor *y, float scale);
+/* x, dy: F32, same shape, rows contiguous. dy * f'(x) for unary op f (SILU:
+ * s(1 + x(1 - s)), s = sigmoid(x); GELU: the tanh form's derivative; RELU:
+ * x > 0 ? 1 : 0; NEG: -1; TANH: 1 - tanh(x)^2). params: i32[0] op. */
+struct lm_tensor *lm_unary_back(struct lm_ctx *ctx, struct lm_tensor *x, struct lm_tensor *dy,
+                                enum lm_unary_op op);
+/* logits: F32 [V, N] rows contiguous; targets: I32 [N] contiguous. Result
+ * [1]: the mean over valid n (0 <= targets[n] < V; others, e.g. -1 for
+ * padding, are skipped) of logsumexp(logits[:, n]) - logits[targets[n], n];
+ * 0 when no target is valid. */
+struct lm_tensor *lm_cross_entropy_loss(struct lm_ctx *ctx, struct lm_tensor *logits, struct lm_tensor *targets);
+/* logits, targets as above; dloss: F32 [1]. Result [V, N]: column n is
+ * (softmax(logits[:, n]) - onehot(targets[n])) * dloss[0] / n_valid for a
+ * valid target, zero otherwise. */
+struct lm_tensor *lm_cross_entropy_loss_back(struct lm_ctx *ctx, struct lm_tensor *logits,
+                                             struct lm_tensor *targets, struct lm_tensor *dloss);
 
 /* ---- graphs ---- */
 

@@ -48,6 +48,14 @@ static const struct op_entry op_table[LM_OP_COUNT] = {
     [LM_OP_ROPE] = {lm_cpu_op_rope, lm_cpu_work_rope},
     [LM_OP_ARGSORT] = {lm_cpu_op_argsort, lm_cpu_work_argsort},
     [LM_OP_ATTN] = {lm_cpu_op_attn, lm_cpu_work_attn},
+    [LM_OP_GET_ROWS_BACK] = {lm_cpu_op_get_rows_back, NULL},
+    [LM_OP_REPEAT_BACK] = {lm_cpu_op_repeat_back, lm_cpu_work_repeat_back},
+    [LM_OP_RMS_NORM_BACK] = {lm_cpu_op_rms_norm_back, NULL},
+    [LM_OP_ROPE_BACK] = {lm_cpu_op_rope, lm_cpu_work_rope},
+    [LM_OP_SOFT_MAX_BACK] = {lm_cpu_op_soft_max_back, NULL},
+    [LM_OP_UNARY_BACK] = {lm_cpu_op_unary_back, NULL},
+    [LM_OP_CROSS_ENTROPY_LOSS] = {lm_cpu_op_cross_entropy_loss, lm_cpu_work_cross_entropy},
+    [LM_OP_CROSS_ENTROPY_LOSS_BACK] = {lm_cpu_op_cross_entropy_loss_back, lm_cpu_work_cross_entropy},
 };
 
 struct lm_cpu_exec {

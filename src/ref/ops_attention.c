@@ -1,4 +1,4 @@
-/* ops_attention.c - ref DIAG_MASK_INF, SOFT_MAX, ATTN, ROPE and ARGSORT.
+/* ops_attention.c - ref DIAG_MASK_INF, SOFT_MAX, ATTN, ROPE (and ROPE_BACK) and ARGSORT.
  *
  * Row ops gather each source row into a double scratch row before writing the
  * destination row (safe for an in-place destination). Softmax, attention and
@@ -147,6 +147,7 @@ struct rope_ctx {
     int n_dims, mode;
     double freq_base, freq_scale, ext_factor, attn_factor;
     float corr[2]; /* YaRN correction dims: the pair range where the ramp runs */
+    bool back;     /* ROPE_BACK: the transpose, each pair rotated by -theta */
 };
 
 /* ggml_rope_yarn_corr_dim: the pair index whose wavelength fits n_rot times
@@ -172,6 +173,7 @@ static void rope_setup(const struct lm_tensor *dst, struct rope_ctx *rc)
     const float end = ceilf(corr_dim(rc->n_dims, n_ctx_orig, beta_slow, base));
     rc->corr[0] = start > 0.0f ? start : 0.0f;
     rc->corr[1] = end < (float)(rc->n_dims - 1) ? end : (float)(rc->n_dims - 1);
+    rc->back = dst->op == LM_OP_ROPE_BACK;
 }
 
 /* cos and sin of the angle of pair i (elements 2i, 2i+1 before any mode
@@ -190,7 +192,7 @@ static void rope_angle(const struct rope_ctx *rc, double p, int i, double *c, do
         mscale *= 1.0 + 0.1 * log(1.0 / rc->freq_scale);
     }
     *c = cos(theta) * mscale;
-    *s = sin(theta) * mscale;
+    *s = (rc->back ? -sin(theta) : sin(theta)) * mscale;
 }
 
 /* Rotate the first n_dims of row x (in place) for position p. */
@@ -207,7 +209,8 @@ static void rope_row(const struct rope_ctx *rc, double p, double *x)
     }
 }
 
-/* ROPE: rotate the first n_dims of every row by its token's position. */
+/* ROPE: rotate the first n_dims of every row by its token's position;
+ * ROPE_BACK: the same by minus that angle. */
 lm_status ref_op_rope(struct lm_tensor *dst)
 {
     const struct lm_tensor *a = dst->src[0], *pos = dst->src[1];

@@ -145,6 +145,14 @@ static const op_fn op_table[LM_OP_COUNT] = {
     [LM_OP_ROPE] = ref_op_rope,
     [LM_OP_ARGSORT] = ref_op_argsort,
     [LM_OP_ATTN] = ref_op_attn,
+    [LM_OP_GET_ROWS_BACK] = ref_op_get_rows_back,
+    [LM_OP_REPEAT_BACK] = ref_op_repeat_back,
+    [LM_OP_RMS_NORM_BACK] = ref_op_rms_norm_back,
+    [LM_OP_ROPE_BACK] = ref_op_rope,
+    [LM_OP_SOFT_MAX_BACK] = ref_op_soft_max_back,
+    [LM_OP_UNARY_BACK] = ref_op_unary_back,
+    [LM_OP_CROSS_ENTROPY_LOSS] = ref_op_cross_entropy_loss,
+    [LM_OP_CROSS_ENTROPY_LOSS_BACK] = ref_op_cross_entropy_loss,
 };
 
 /* ---- the backend ---- */

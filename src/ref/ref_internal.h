@@ -71,7 +71,15 @@ lm_status ref_op_concat(struct lm_tensor *dst);
 lm_status ref_op_diag_mask_inf(struct lm_tensor *dst);
 lm_status ref_op_soft_max(struct lm_tensor *dst);
 lm_status ref_op_attn(struct lm_tensor *dst);     /* fused attention (tensor.h's lm_attn) */
-lm_status ref_op_rope(struct lm_tensor *dst);
+lm_status ref_op_rope(struct lm_tensor *dst);     /* ROPE, ROPE_BACK */
 lm_status ref_op_argsort(struct lm_tensor *dst);
+
+/* ops_train.c (training ops) */
+lm_status ref_op_get_rows_back(struct lm_tensor *dst);
+lm_status ref_op_repeat_back(struct lm_tensor *dst);
+lm_status ref_op_rms_norm_back(struct lm_tensor *dst);
+lm_status ref_op_soft_max_back(struct lm_tensor *dst);
+lm_status ref_op_unary_back(struct lm_tensor *dst);
+lm_status ref_op_cross_entropy_loss(struct lm_tensor *dst); /* and CROSS_ENTROPY_LOSS_BACK */
 
 #endif

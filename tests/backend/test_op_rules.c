@@ -291,6 +291,87 @@ static void test_ops(struct lm_ctx *ctx)
     CTOR_REFUSES(lm_attn(c, q, k3, v, NULL, 1.0f, 0.0f));
     CTOR_REFUSES(lm_attn(c, q, k, v, am, NAN, 0.0f));
 
+    /* training ops */
+    struct lm_tensor *dy2 = t4(ctx, LM_TYPE_F32, 8, 5, 1, 1), *gids = t4(ctx, LM_TYPE_I32, 5, 1, 1, 1);
+    struct lm_tensor *table = t4(ctx, LM_TYPE_Q8_0, 32, 10, 1, 1), *table8 = t4(ctx, LM_TYPE_F16, 8, 10, 1, 1);
+    /* ids [5] with a stride of 2 elements: a column of [2, 5], transposed */
+    struct lm_tensor *gids_nc = lm_transpose(ctx, lm_view_2d(ctx, t4(ctx, LM_TYPE_I32, 2, 5, 1, 1), 1, 5, 8, 0));
+    struct lm_tensor *grb = lm_get_rows_back(ctx, dy2, gids, table8);
+    accept("GET_ROWS_BACK", grb);
+    accept("GET_ROWS_BACK transposed dy", lm_get_rows_back(ctx, lm_transpose(ctx, t4(ctx, LM_TYPE_F32, 5, 8, 1, 1)),
+                                                            gids, table8));
+    BAD("GET_ROWS_BACK: f32 ids", grb, x->src[1] = tokf);
+    BAD("GET_ROWS_BACK: ids for other rows", grb, x->src[1] = tok);
+    BAD("GET_ROWS_BACK: 2-d ids", grb, x->src[1] = ids);
+    BAD("GET_ROWS_BACK: like of another row length", grb, x->src[2] = table);
+    BAD("GET_ROWS_BACK: f16 dy", grb, x->src[0] = t4(ctx, LM_TYPE_F16, 8, 5, 1, 1));
+    BAD("GET_ROWS_BACK: 3-d dy", grb, x->src[0] = t4(ctx, LM_TYPE_F32, 8, 5, 2, 1));
+    BAD("GET_ROWS_BACK: result shape", grb, x->ne[1] = 5);
+    BAD("GET_ROWS_BACK: NULL like", grb, x->src[2] = NULL);
+    CTOR_REFUSES(lm_get_rows_back(c, dy2, gids, table));
+    CTOR_REFUSES(lm_get_rows_back(c, dy2, tokf, table8));
+    CTOR_REFUSES(lm_get_rows_back(c, dy2, gids_nc, table8));
+
+    struct lm_tensor *rb = lm_repeat_back(ctx, x, row);
+    accept("REPEAT_BACK", rb);
+    struct lm_tensor *xp = lm_permute(ctx, x, 0, 2, 1, 3); /* [8, 3, 4] */
+    accept("REPEAT_BACK permuted", lm_repeat_back(ctx, xp, t4(ctx, LM_TYPE_F16, 8, 1, 4, 1)));
+    BAD("REPEAT_BACK: does not tile", rb, x->ne[0] = 3);
+    BAD("REPEAT_BACK: f16 operand", rb, x->src[0] = h);
+    BAD("REPEAT_BACK: result type", rb, x->type = LM_TYPE_F16);
+    BAD("REPEAT_BACK: NULL src0", rb, x->src[0] = NULL);
+    CTOR_REFUSES(lm_repeat_back(c, x, odd));
+    CTOR_REFUSES(lm_repeat_back(c, h, row));
+
+    struct lm_tensor *xt = lm_transpose(ctx, t4(ctx, LM_TYPE_F32, 4, 8, 3, 1)); /* [8, 4, 3], rows strided */
+    struct lm_tensor *pairs[3] = {lm_rms_norm_back(ctx, x, x, 1e-6f), lm_soft_max_back(ctx, x, x, 0.5f),
+                                  lm_unary_back(ctx, x, x, LM_UNARY_GELU)};
+    for (int i = 0; i < 3; i++) {
+        accept(lm_op_name(pairs[i] ? pairs[i]->op : LM_OP_NONE), pairs[i]);
+        BAD("pair: shapes differ", pairs[i], x->src[1] = odd);
+        BAD("pair: f16 operand", pairs[i], x->src[0] = h);
+        BAD("pair: rows not contiguous", pairs[i], x->src[1] = xt);
+        BAD("pair: NULL src1", pairs[i], x->src[1] = NULL);
+        BAD("pair: result shape", pairs[i], x->ne[2] = 1);
+    }
+    BAD("RMS_NORM_BACK: eps < 0", pairs[0], lm_set_op_f32(x, 0, -1.0f));
+    BAD("SOFT_MAX_BACK: scale nan", pairs[1], lm_set_op_f32(x, 0, NAN));
+    BAD("UNARY_BACK: op out of range", pairs[2], lm_set_op_i32(x, 0, LM_UNARY_COUNT));
+    CTOR_REFUSES(lm_rms_norm_back(c, x, xt, 1e-6f));
+    CTOR_REFUSES(lm_soft_max_back(c, x, odd, 1.0f));
+    CTOR_REFUSES(lm_unary_back(c, x, x, (enum lm_unary_op)-1));
+    CTOR_REFUSES(lm_rms_norm_back(c, x, x, NAN));
+
+    struct lm_tensor *rob = lm_rope_back(ctx, ra, pos, &rp_ok);
+    accept("ROPE_BACK", rob);
+    BAD("ROPE_BACK: f32 positions", rob, x->src[1] = posf);
+    BAD("ROPE_BACK: odd n_dims", rob, lm_set_op_i32(x, 0, 5));
+    BAD("ROPE_BACK: unknown mode", rob, lm_set_op_i32(x, 1, 3));
+    BAD("ROPE_BACK: NULL positions", rob, x->src[1] = NULL);
+    CTOR_REFUSES(lm_rope_back(c, ra, pos4, &rp_ok));
+    CTOR_REFUSES(lm_rope_back(c, ra, pos, NULL));
+
+    struct lm_tensor *lg = t4(ctx, LM_TYPE_F32, 8, 5, 1, 1), *dl = t4(ctx, LM_TYPE_F32, 1, 1, 1, 1);
+    struct lm_tensor *lgt = lm_transpose(ctx, t4(ctx, LM_TYPE_F32, 5, 8, 1, 1)); /* [8, 5], rows strided */
+    struct lm_tensor *ce = lm_cross_entropy_loss(ctx, lg, gids), *ceb = lm_cross_entropy_loss_back(ctx, lg, gids, dl);
+    accept("CROSS_ENTROPY_LOSS", ce);
+    accept("CROSS_ENTROPY_LOSS_BACK", ceb);
+    struct lm_tensor *ces[2] = {ce, ceb};
+    for (int i = 0; i < 2; i++) {
+        BAD("cross entropy: f32 targets", ces[i], x->src[1] = tokf);
+        BAD("cross entropy: targets for other rows", ces[i], x->src[1] = tok);
+        BAD("cross entropy: strided targets", ces[i], x->src[1] = gids_nc);
+        BAD("cross entropy: logits rows strided", ces[i], x->src[0] = lgt);
+        BAD("cross entropy: 3-d logits", ces[i], x->src[0] = t4(ctx, LM_TYPE_F32, 8, 5, 2, 1));
+        BAD("cross entropy: NULL targets", ces[i], x->src[1] = NULL);
+    }
+    BAD("CROSS_ENTROPY_LOSS: result shape", ce, x->ne[0] = 8);
+    BAD("CROSS_ENTROPY_LOSS_BACK: result shape", ceb, x->ne[0] = 1);
+    BAD("CROSS_ENTROPY_LOSS_BACK: dloss of 2", ceb, x->src[2] = t4(ctx, LM_TYPE_F32, 2, 1, 1, 1));
+    BAD("CROSS_ENTROPY_LOSS_BACK: NULL dloss", ceb, x->src[2] = NULL);
+    CTOR_REFUSES(lm_cross_entropy_loss(c, lg, tok));
+    CTOR_REFUSES(lm_cross_entropy_loss_back(c, lg, gids, t4(c, LM_TYPE_F16, 1, 1, 1, 1)));
+
     CHECK(lm_ctx_status(ctx) == LM_OK);
     for (int op = 0; op < LM_OP_COUNT; op++) {
         CHECKF(n_good[op] > 0, "no valid node tested for %s", lm_op_name((enum lm_op)op));
@@ -301,7 +382,7 @@ static void test_ops(struct lm_ctx *ctx)
 int main(void)
 {
     CHECK(lm_cpu_backend_new(1, &cpu) == LM_OK && lm_ref_backend_new(&ref) == LM_OK);
-    struct lm_ctx_params p = {.mem_size = 512 * lm_tensor_overhead(), .no_alloc = true};
+    struct lm_ctx_params p = {.mem_size = 1024 * lm_tensor_overhead(), .no_alloc = true};
     struct lm_ctx *ctx = NULL;
     CHECK(lm_ctx_new(&p, &ctx) == LM_OK && lm_ctx_new(&p, &scratch) == LM_OK);
     test_table();

@@ -8,6 +8,8 @@
  * beta 32/1; mscale 1 + 0.1 ln 4), not by running lamina code.
  */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/fp16.h"
@@ -310,6 +312,185 @@ static void test_argsort(void)
     expect("top_k 2", lm_top_k(ctx, vals(5, 1, 1, a), 2), (double[]){0, 4}, 2);
 }
 
+/* ---- training ops ---- */
+
+static void test_train(void)
+{
+    /* dy columns (1,2) (3,4) (5,6) (7,8) (9,10) with ids 1, 3 (out of range), 1, -1, 0 into 3 rows */
+    struct lm_tensor *dy = vals(2, 5, 1, (float[]){1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
+    expect("get_rows_back", lm_get_rows_back(ctx, dy, ivals(5, 1, (int32_t[]){1, 3, 1, -1, 0}),
+                                             lm_new_tensor_2d(ctx, LM_TYPE_F16, 2, 3)),
+           (double[]){9, 10, 6, 8, 0, 0}, 6);
+    /* transposed dy: column n of the view is row n of the stored [5, 2] */
+    struct lm_tensor *dyt = lm_transpose(ctx, vals(5, 2, 1, (float[]){1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+    struct lm_tensor *ids2 = ivals(5, 1, (int32_t[]){0, 0, 1, 0, 1});
+    expect("get_rows_back transposed dy", lm_get_rows_back(ctx, dyt, ids2, lm_new_tensor_2d(ctx, LM_TYPE_F32, 2, 2)),
+           (double[]){1 + 2 + 4, 6 + 7 + 9, 3 + 5, 8 + 10}, 4);
+    /* [4, 2] = 1..8 summed into [2, 1]: (1+3+5+7, 2+4+6+8) */
+    expect("repeat_back", lm_repeat_back(ctx, vals(4, 2, 1, (float[]){1, 2, 3, 4, 5, 6, 7, 8}),
+                                         lm_new_tensor_2d(ctx, LM_TYPE_F32, 2, 1)),
+           (double[]){16, 20}, 2);
+    /* x (3, 4), dy (1, 0), eps 0: r = 1/sqrt(12.5), sum(dy x) = 3 */
+    expect("rms_norm_back", lm_rms_norm_back(ctx, vals(2, 1, 1, (float[]){3, 4}), vals(2, 1, 1, (float[]){1, 0}), 0.0f),
+           (double[]){0.18101933598375616, -0.13576450198781712}, 2);
+    /* ROPE_BACK at pos 1 rotates by -1 and -0.01: (x0 c + x1 s, -x0 s + x1 c) */
+    const float x[6] = {1, 2, 3, 4, 5, 6};
+    struct lm_rope_params p = {.n_dims = 4, .mode = LM_ROPE_NORMAL, .freq_base = 10000.0f, .freq_scale = 1.0f,
+                               .attn_factor = 1.0f, .beta_fast = 32.0f, .beta_slow = 1.0f};
+    struct lm_tensor *pos1 = ivals(1, 1, (int32_t[]){1});
+    expect("rope_back normal pos 1", lm_rope_back(ctx, vals(6, 1, 1, x), pos1, &p),
+           (double[]){2.2232442754839328, 0.23913362692838303, 3.0398493345866626, 3.969800501664161, 5, 6}, 6);
+    /* the transpose of a rotation is its inverse: rope_back(rope(x)) = x (NEOX, YaRN's mscale = 1 here) */
+    p.mode = LM_ROPE_NEOX;
+    expect("rope_back of rope", lm_rope_back(ctx, lm_rope(ctx, vals(6, 1, 1, x), pos1, &p), pos1, &p),
+           (double[]){1, 2, 3, 4, 5, 6}, 6);
+    /* y (1/4, 3/4), dy (1, 0), scale 2: sum = 1/4, da = 2 y (dy - 1/4) */
+    struct lm_tensor *sy = vals(2, 1, 1, (float[]){0.25f, 0.75f});
+    expect("soft_max_back", lm_soft_max_back(ctx, vals(2, 1, 1, (float[]){1, 0}), sy, 2.0f), (double[]){0.375, -0.375},
+           2);
+    /* dy (1, -0.5) at x (1, -2) */
+    struct lm_tensor *ux = vals(2, 1, 1, (float[]){1, -2}), *udy = vals(2, 1, 1, (float[]){1, -0.5f});
+    expect("unary_back silu", lm_unary_back(ctx, ux, udy, LM_UNARY_SILU),
+           (double[]){0.9276705118714869, 0.04539212439244773}, 2);
+    expect("unary_back gelu", lm_unary_back(ctx, ux, udy, LM_UNARY_GELU),
+           (double[]){1.0829640838457826, 0.04304962831180913}, 2);
+    expect("unary_back relu", lm_unary_back(ctx, ux, udy, LM_UNARY_RELU), (double[]){1, 0}, 2);
+    expect("unary_back neg", lm_unary_back(ctx, ux, udy, LM_UNARY_NEG), (double[]){-1, 0.5}, 2);
+    struct lm_tensor *tx = vals(1, 1, 1, (float[]){0.5f});
+    expect("unary_back tanh", lm_unary_back(ctx, tx, vals(1, 1, 1, (float[]){1}), LM_UNARY_TANH),
+           (double[]){0.7864477329659274}, 1);
+    /* rows [0, ln 3] target 1: ln 4 - ln 3; [0, 0] target -1: skipped; [1, 1] target 0: ln 2 */
+    struct lm_tensor *lg = vals(2, 3, 1, (float[]){0, (float)log(3.0), 0, 0, 1, 1});
+    struct lm_tensor *tg = ivals(3, 1, (int32_t[]){1, -1, 0});
+    expect("cross_entropy_loss", lm_cross_entropy_loss(ctx, lg, tg), (double[]){(log(4.0 / 3.0) + log(2.0)) / 2}, 1);
+    expect("cross_entropy_loss no valid target", lm_cross_entropy_loss(ctx, lg, ivals(3, 1, (int32_t[]){-1, 2, 5})),
+           (double[]){0}, 1);
+    /* dloss 2 over 2 valid rows: (softmax - onehot) * 1 */
+    expect("cross_entropy_loss_back", lm_cross_entropy_loss_back(ctx, lg, tg, vals(1, 1, 1, (float[]){2})),
+           (double[]){0.25, -0.25, 0, 0, -0.5, 0.5}, 6);
+}
+
+/* ---- finite differences: each backward op is the derivative of its forward op ---- */
+
+/* A contiguous F32 tensor [n0, n1, n2] of values uniform in +-[0.1, 1.5]
+ * (away from RELU's kink at 0), from a fixed LCG. */
+static struct lm_tensor *rnd(int64_t n0, int64_t n1, int64_t n2, uint32_t *seed)
+{
+    struct lm_tensor *t = lm_new_tensor_3d(ctx, LM_TYPE_F32, n0, n1, n2);
+    for (int64_t i = 0; t && i < n0 * n1 * n2; i++) {
+        *seed = *seed * 1664525u + 1013904223u;
+        const float u = (float)(*seed >> 8) / 16777216.0f;
+        ((float *)t->data)[i] = (u < 0.5f ? -1.0f : 1.0f) * (0.1f + 2.8f * fabsf(u - 0.5f));
+    }
+    return t;
+}
+
+/* Compute node t on ref; false on failure. */
+static bool run(struct lm_tensor *t)
+{
+    struct lm_graph *g = t ? lm_graph_new(ctx, 32) : NULL;
+    return g && lm_graph_expand(g, t) == LM_OK && lm_backend_graph_compute(be, g) == LM_OK;
+}
+
+/* L(x) = sum(w * fwd) in double, with fwd computed from the current x. */
+static double loss_of(struct lm_tensor *fwd, const struct lm_tensor *w)
+{
+    if (!run(fwd))
+        return NAN;
+    double l = 0.0;
+    const int64_t n = lm_nelements(fwd);
+    for (int64_t k = 0; k < n; k++)
+        l += (double)((const float *)w->data)[k] * (double)((const float *)fwd->data)[k];
+    return l;
+}
+
+/* fwd depends on the leaf x; grad (computed first) is the backward op's
+ * dL/dx for L = sum(w * fwd). Every element of x is moved by +-h (the
+ * step measured in double after rounding to f32) and the central difference
+ * of L must match grad to 1e-3 (relative to max(1, |grad|): the f32 outputs
+ * of fwd limit the difference quotient to ~1e-5, and its O(h^2) truncation
+ * to ~1e-5 for these smooth functions). */
+static void fd_check(const char *what, struct lm_tensor *x, struct lm_tensor *fwd, const struct lm_tensor *w,
+                     struct lm_tensor *grad)
+{
+    CHECKF(x && fwd && w && grad && run(grad), "%s: build or compute failed: %s", what, lm_ctx_error(ctx));
+    if (!x || !fwd || !w || !grad)
+        return;
+    const int64_t n = lm_nelements(x);
+    CHECK(lm_nelements(grad) == n);
+    float *g = malloc((size_t)n * sizeof *g);
+    if (!g)
+        return;
+    memcpy(g, grad->data, (size_t)n * sizeof *g);
+    float *xv = x->data;
+    double worst = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        const float x0 = xv[i], h = 1e-2f;
+        xv[i] = x0 + h;
+        const double lp = loss_of(fwd, w), dp = (double)xv[i];
+        xv[i] = x0 - h;
+        const double lm = loss_of(fwd, w), dm = (double)xv[i];
+        xv[i] = x0;
+        const double fd = (lp - lm) / (dp - dm), err = fabs(fd - (double)g[i]) / fmax(1.0, fabs((double)g[i]));
+        worst = err > worst ? err : worst;
+        CHECKF(err <= 1e-3, "%s: d/dx[%lld] = %.7g by differences, %.7g by the backward op", what, (long long)i, fd,
+               (double)g[i]);
+    }
+    if (getenv("LM_OPS_VERBOSE"))
+        printf("fd %-24s worst %.2g\n", what, worst);
+    free(g);
+}
+
+static void test_train_fd(void)
+{
+    uint32_t seed = 12345;
+    /* GET_ROWS: table [3, 4], ids with a repeat and an out-of-range id */
+    struct lm_tensor *table = rnd(3, 4, 1, &seed), *ids = ivals(5, 1, (int32_t[]){2, 0, 2, 4, 3});
+    struct lm_tensor *w = rnd(3, 5, 1, &seed);
+    fd_check("get_rows_back", table, lm_get_rows(ctx, table, ids), w, lm_get_rows_back(ctx, w, ids, table));
+    /* REPEAT of [2, 1, 2] to [4, 3, 2] */
+    struct lm_tensor *small = rnd(2, 1, 2, &seed), *big = lm_new_tensor_3d(ctx, LM_TYPE_F32, 4, 3, 2);
+    w = rnd(4, 3, 2, &seed);
+    fd_check("repeat_back", small, lm_repeat(ctx, small, big), w, lm_repeat_back(ctx, w, small));
+    /* RMS_NORM of [5, 2] */
+    struct lm_tensor *x = rnd(5, 2, 1, &seed);
+    w = rnd(5, 2, 1, &seed);
+    fd_check("rms_norm_back", x, lm_rms_norm(ctx, x, 1e-3f), w, lm_rms_norm_back(ctx, x, w, 1e-3f));
+    /* ROPE, NEOX and NORMAL, 6 of 8 dims, YaRN on: [8, 2 heads, 2 tokens] at positions 3, 17 */
+    struct lm_rope_params p = {.n_dims = 6, .mode = LM_ROPE_NEOX, .n_ctx_orig = 64, .freq_base = 100.0f,
+                               .freq_scale = 0.5f, .ext_factor = 1.0f, .attn_factor = 1.0f, .beta_fast = 32.0f,
+                               .beta_slow = 1.0f};
+    struct lm_tensor *pos = ivals(2, 1, (int32_t[]){3, 17});
+    for (int m = 0; m < 2; m++) {
+        p.mode = m ? LM_ROPE_NORMAL : LM_ROPE_NEOX;
+        x = rnd(8, 2, 2, &seed);
+        w = rnd(8, 2, 2, &seed);
+        fd_check(m ? "rope_back normal" : "rope_back neox", x, lm_rope(ctx, x, pos, &p), w,
+                 lm_rope_back(ctx, w, pos, &p));
+    }
+    /* SOFT_MAX with scale 0.7, a mask with a hidden cell and ALiBi on 3 heads: [4, 2, 3] */
+    x = rnd(4, 2, 3, &seed);
+    w = rnd(4, 2, 3, &seed);
+    struct lm_tensor *mask = vals(4, 2, 1, (float[]){0, -1, -INFINITY, -2, -0.5f, 0, -1, -3});
+    struct lm_tensor *y = lm_soft_max_ext(ctx, x, mask, 0.7f, 4.0f);
+    fd_check("soft_max_back", x, y, w, lm_soft_max_back(ctx, w, y, 0.7f));
+    /* UNARY, each op */
+    for (int u = 0; u < LM_UNARY_COUNT; u++) {
+        char what[40];
+        snprintf(what, sizeof what, "unary_back %s", lm_unary_name((enum lm_unary_op)u));
+        x = rnd(7, 1, 1, &seed);
+        w = rnd(7, 1, 1, &seed);
+        fd_check(what, x, lm_unary(ctx, x, (enum lm_unary_op)u), w, lm_unary_back(ctx, x, w, (enum lm_unary_op)u));
+    }
+    /* CROSS_ENTROPY_LOSS: logits [5, 4] (scaled up), targets with -1 and V; dloss 1.5 */
+    x = rnd(5, 4, 1, &seed);
+    for (int i = 0; x && i < 20; i++)
+        ((float *)x->data)[i] *= 3.0f;
+    struct lm_tensor *tg = ivals(4, 1, (int32_t[]){3, -1, 0, 5}), *dl = vals(1, 1, 1, (float[]){1.5f});
+    fd_check("cross_entropy_loss_back", x, lm_cross_entropy_loss(ctx, x, tg), dl,
+             lm_cross_entropy_loss_back(ctx, x, tg, dl));
+}
+
 static void quiet(enum lm_log_level level, const char *text, void *user) {}
 
 static void test_backend(void)
@@ -360,6 +541,8 @@ int main(void)
     test_matmul();
     test_copies();
     test_argsort();
+    test_train();
+    test_train_fd();
     test_backend();
     CHECKF(lm_ctx_status(ctx) == LM_OK, "arena error: %s", lm_ctx_error(ctx));
     lm_backend_free(be);

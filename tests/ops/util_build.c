@@ -13,6 +13,7 @@ static const char *const kind_names[] = {
     [UT_K_CPY] = "cpy",           [UT_K_CONT] = "cont",             [UT_K_REPEAT] = "repeat",
     [UT_K_CONCAT] = "concat",     [UT_K_DIAG_MASK] = "diag_mask",   [UT_K_SOFT_MAX] = "soft_max",
     [UT_K_ROPE] = "rope",         [UT_K_ARGSORT] = "argsort",       [UT_K_ATTN] = "attn",
+    [UT_K_TRAIN] = "train",
 };
 
 void ut_describe(const struct ut_spec *sp, char *buf, size_t size)
@@ -139,9 +140,10 @@ static struct lm_tensor *build_soft_max(struct lm_ctx *ctx, struct ut_rng *r, co
     return lm_soft_max_ext(ctx, a, mask, sp->f[0], sp->f[1]);
 }
 
-static struct lm_tensor *build_rope(struct lm_ctx *ctx, struct ut_rng *r, const struct ut_spec *sp)
+/* ROPE of a (or ROPE_BACK of a, when back) with sp's parameters and random positions. */
+static struct lm_tensor *rope_of(struct lm_ctx *ctx, struct ut_rng *r, const struct ut_spec *sp, struct lm_tensor *a,
+                                 bool back)
 {
-    struct lm_tensor *a = ut_input(ctx, r, LM_TYPE_F32, sp->ne, sp->lay[0], -1.0f, 1.0f);
     struct lm_tensor *pos = lm_new_tensor_1d(ctx, LM_TYPE_I32, sp->ne[2]);
     if (!pos)
         return NULL;
@@ -158,7 +160,62 @@ static struct lm_tensor *build_rope(struct lm_ctx *ctx, struct ut_rng *r, const 
         .beta_fast = sp->f[4],
         .beta_slow = sp->f[5],
     };
-    return lm_rope(ctx, a, pos, &p);
+    return back ? lm_rope_back(ctx, a, pos, &p) : lm_rope(ctx, a, pos, &p);
+}
+
+static struct lm_tensor *build_rope(struct lm_ctx *ctx, struct ut_rng *r, const struct ut_spec *sp)
+{
+    struct lm_tensor *a = ut_input(ctx, r, LM_TYPE_F32, sp->ne, sp->lay[0], -1.0f, 1.0f);
+    return a ? rope_of(ctx, r, sp, a, false) : NULL;
+}
+
+/* Training ops (UT_K_TRAIN, sub = the op). */
+static struct lm_tensor *build_train(struct lm_ctx *ctx, struct ut_rng *r, const struct ut_spec *sp)
+{
+    struct lm_tensor *a, *b;
+    switch (sp->sub) {
+    case LM_OP_GET_ROWS_BACK: {
+        a = ut_input(ctx, r, LM_TYPE_F32, sp->ne, sp->lay[0], -1.0f, 1.0f);
+        /* ids uniform in [0, R): with N > R most rows repeat */
+        b = ids_tensor(ctx, r, sp->ne[1], 1, 1, sp->ne2[1], sp->n[0] != 0, UT_CONT);
+        struct lm_tensor *like = lm_new_tensor_2d(ctx, sp->type, sp->ne2[0], sp->ne2[1]);
+        return lm_get_rows_back(ctx, a, b, like);
+    }
+    case LM_OP_REPEAT_BACK:
+        a = ut_input(ctx, r, LM_TYPE_F32, sp->ne, sp->lay[0], -1.0f, 1.0f);
+        return lm_repeat_back(ctx, a, lm_new_tensor_4d(ctx, sp->type, sp->ne2[0], sp->ne2[1], sp->ne2[2], sp->ne2[3]));
+    case LM_OP_RMS_NORM_BACK:
+        a = ut_input(ctx, r, LM_TYPE_F32, sp->ne, sp->lay[0], -2.0f, 2.0f);
+        b = ut_input(ctx, r, LM_TYPE_F32, sp->ne, sp->lay[1], -1.0f, 1.0f);
+        return lm_rms_norm_back(ctx, a, b, sp->f[0]);
+    case LM_OP_SOFT_MAX_BACK: /* y positive, as a softmax output */
+        a = ut_input(ctx, r, LM_TYPE_F32, sp->ne, sp->lay[0], -1.0f, 1.0f);
+        b = ut_input(ctx, r, LM_TYPE_F32, sp->ne, sp->lay[1], 0.0f, 1.0f);
+        return lm_soft_max_back(ctx, a, b, sp->f[0]);
+    case LM_OP_UNARY_BACK:
+        a = ut_input(ctx, r, LM_TYPE_F32, sp->ne, sp->lay[0], -4.0f, 4.0f);
+        b = ut_input(ctx, r, LM_TYPE_F32, sp->ne, sp->lay[1], -1.0f, 1.0f);
+        return lm_unary_back(ctx, a, b, (enum lm_unary_op)sp->n[0]);
+    case LM_OP_ROPE_BACK:
+        a = ut_input(ctx, r, LM_TYPE_F32, sp->ne, sp->lay[0], -1.0f, 1.0f);
+        return a ? rope_of(ctx, r, sp, a, true) : NULL;
+    case LM_OP_CROSS_ENTROPY_LOSS:
+    case LM_OP_CROSS_ENTROPY_LOSS_BACK: {
+        a = ut_input(ctx, r, LM_TYPE_F32, sp->ne, sp->lay[0], -sp->f[0], sp->f[0]);
+        b = sp->n[1] ? ids_tensor(ctx, r, sp->ne[1], 1, 1, 1, false, UT_CONT)
+                     : ids_tensor(ctx, r, sp->ne[1], 1, 1, sp->ne[0], sp->n[0] != 0, UT_CONT);
+        if (b && sp->n[1]) /* every target invalid (-1): the loss is 0 */
+            for (int64_t i = 0; i < sp->ne[1]; i++)
+                lm_set_f32_nd(b, i, 0, 0, 0, -1.0f);
+        if (sp->sub == LM_OP_CROSS_ENTROPY_LOSS)
+            return lm_cross_entropy_loss(ctx, a, b);
+        struct lm_tensor *dl = lm_new_tensor_1d(ctx, LM_TYPE_F32, 1);
+        if (dl)
+            lm_set_f32_nd(dl, 0, 0, 0, 0, sp->f[1]);
+        return lm_cross_entropy_loss_back(ctx, a, b, dl);
+    }
+    default: return NULL;
+    }
 }
 
 static struct lm_tensor *build_argsort(struct lm_ctx *ctx, struct ut_rng *r, const struct ut_spec *sp)
@@ -291,6 +348,7 @@ struct lm_tensor *ut_build(struct lm_ctx *ctx, struct ut_rng *r, const struct ut
     case UT_K_ROPE: return build_rope(ctx, r, sp);
     case UT_K_ARGSORT: return build_argsort(ctx, r, sp);
     case UT_K_ATTN: return build_attn(ctx, r, sp);
+    case UT_K_TRAIN: return build_train(ctx, r, sp);
     }
     return NULL;
 }

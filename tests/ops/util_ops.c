@@ -188,9 +188,12 @@ static void label_of(const struct lm_tensor *t, char *buf, size_t size)
 {
     const struct lm_tensor *s = t->src[0];
     switch (t->op) {
-    case LM_OP_UNARY: snprintf(buf, size, "%s", lm_unary_name((enum lm_unary_op)lm_get_op_i32(t, 0))); break;
+    case LM_OP_UNARY:
+    case LM_OP_UNARY_BACK: snprintf(buf, size, "%s", lm_unary_name((enum lm_unary_op)lm_get_op_i32(t, 0))); break;
     case LM_OP_CPY: snprintf(buf, size, "%s>%s", lm_type_name(s->type), lm_type_name(t->type)); break;
-    case LM_OP_ROPE: snprintf(buf, size, "%s", lm_get_op_i32(t, 1) == LM_ROPE_NEOX ? "neox" : "normal"); break;
+    case LM_OP_ROPE:
+    case LM_OP_ROPE_BACK: snprintf(buf, size, "%s", lm_get_op_i32(t, 1) == LM_ROPE_NEOX ? "neox" : "normal"); break;
+    case LM_OP_GET_ROWS_BACK: snprintf(buf, size, "like %s", lm_type_name(t->src[2]->type)); break;
     case LM_OP_ARGSORT: snprintf(buf, size, "%s", lm_get_op_i32(t, 0) == LM_SORT_DESC ? "desc" : "asc"); break;
     case LM_OP_SOFT_MAX:
         snprintf(buf, size, "%s%s", t->src[1] ? "mask" : "nomask", lm_get_op_f32(t, 1) > 0.0f ? "+alibi" : "");

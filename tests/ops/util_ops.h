@@ -80,6 +80,12 @@ enum ut_kind {
                         2 unfused with q and p rounded by explicit CPYs); f[0] scale, f[1] max_bias;
                         lay[0] q layout (PERMUTE: the model's permute(Q, 0, 2, 1, 3)); lay[1] k and v:
                         CONT, or PAD for views into larger cache tensors laid out as the KV cache's */
+    UT_K_TRAIN,      /* sub: a training op (LM_OP_GET_ROWS_BACK...); per op (util_build.c, build_train):
+                        GET_ROWS_BACK dy ne [K, N] lay[0], like type/ne2 [K, R], n[0]: out-of-range ids;
+                        REPEAT_BACK a ne lay[0], like type/ne2; RMS_NORM_BACK, SOFT_MAX_BACK, UNARY_BACK
+                        two sources ne, lay[0..1], f[0] eps / scale, n[0] the unary op; ROPE_BACK as ROPE;
+                        CROSS_ENTROPY_LOSS(_BACK) logits ne [V, N] lay[0], f[0] logit range, n[0]:
+                        invalid targets (-1 and V), n[1]: all invalid, f[1] dloss */
 };
 
 struct ut_spec {

@@ -22,6 +22,8 @@ int cmd_mkmodel(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_imatrix(int argc, char **argv);
 int cmd_export_lora(int argc, char **argv);
+int cmd_train(int argc, char **argv);
+int cmd_finetune(int argc, char **argv);
 
 /* Argument helpers: the value of option argv[*i] (advancing *i), or NULL with
  * a message when it is missing. */

@@ -21,6 +21,8 @@ static const struct command commands[] = {
     {"imatrix", cmd_imatrix, "compute an importance matrix over a text (for quantize --imatrix)"},
     {"quantize", cmd_quantize, "re-encode a GGUF model's weights (Q4_0, Q4_K_M, Q8_0, ...)"},
     {"export-lora", cmd_export_lora, "merge LoRA adapters into a model and write it as a new GGUF file"},
+    {"train", cmd_train, "train a LLaMA model and its tokenizer from scratch on a text"},
+    {"finetune", cmd_finetune, "train a LoRA adapter for a model on a text"},
     {"mkmodel", cmd_mkmodel, "write a model with a real model's shapes and synthetic weights"},
 };
 

@@ -148,11 +148,23 @@ void lm_cpu_op_diag_mask_inf(const struct lm_cpu_params *p, struct lm_tensor *ds
 void lm_cpu_op_attn(const struct lm_cpu_params *p, struct lm_tensor *dst);
 size_t lm_cpu_work_attn(const struct lm_tensor *dst, int nth, const struct lm_cpu_kernels *kern);
 /* rope.c */
-void lm_cpu_op_rope(const struct lm_cpu_params *p, struct lm_tensor *dst);
+void lm_cpu_op_rope(const struct lm_cpu_params *p, struct lm_tensor *dst); /* ROPE, ROPE_BACK */
 size_t lm_cpu_work_rope(const struct lm_tensor *dst, int nth, const struct lm_cpu_kernels *kern);
 /* argsort.c */
 void lm_cpu_op_argsort(const struct lm_cpu_params *p, struct lm_tensor *dst);
 size_t lm_cpu_work_argsort(const struct lm_tensor *dst, int nth, const struct lm_cpu_kernels *kern);
+
+/* train.c (training ops) */
+void lm_cpu_op_get_rows_back(const struct lm_cpu_params *p, struct lm_tensor *dst);
+void lm_cpu_op_repeat_back(const struct lm_cpu_params *p, struct lm_tensor *dst);
+size_t lm_cpu_work_repeat_back(const struct lm_tensor *dst, int nth, const struct lm_cpu_kernels *kern);
+void lm_cpu_op_rms_norm_back(const struct lm_cpu_params *p, struct lm_tensor *dst);
+void lm_cpu_op_soft_max_back(const struct lm_cpu_params *p, struct lm_tensor *dst);
+void lm_cpu_op_unary_back(const struct lm_cpu_params *p, struct lm_tensor *dst);
+void lm_cpu_op_cross_entropy_loss(const struct lm_cpu_params *p, struct lm_tensor *dst);
+void lm_cpu_op_cross_entropy_loss_back(const struct lm_cpu_params *p, struct lm_tensor *dst);
+/* CROSS_ENTROPY_LOSS and _BACK */
+size_t lm_cpu_work_cross_entropy(const struct lm_tensor *dst, int nth, const struct lm_cpu_kernels *kern);
 
 /* ---- shared row formulas (the fused ops must compute exactly what the
  * separate ops compute) ---- */

@@ -1,5 +1,7 @@
 /* rope.c - ROPE (rotary position embedding), modes NORMAL and NEOX, with
- * partial rotation (n_dims < head_dim: the rest is copied) and YaRN.
+ * partial rotation (n_dims < head_dim: the rest is copied) and YaRN; and
+ * ROPE_BACK, its transpose: the same angles with the sine negated (each
+ * pair rotated by -theta, times mscale).
  *
  * Facts of ggml (rope_yarn, ggml_rope_yarn_corr_dims, the rope cache):
  *   theta_scale = freq_base^(-2/n_dims); for pair k (i0 = 2k < n_dims) the
@@ -26,6 +28,7 @@ struct rope_args {
     float freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow;
     float theta_scale;
     float corr[2];
+    bool back; /* ROPE_BACK: rotate by -theta */
 };
 
 /* Scratch: the (cos, sin) cache, one row per thread. */
@@ -59,7 +62,7 @@ static void fill_cache(const struct rope_args *r, float pos, float *cache)
             mscale *= 1.0f + 0.1f * logf(1.0f / r->freq_scale);
         }
         cache[i0] = cosf(t) * mscale;
-        cache[i0 + 1] = sinf(t) * mscale;
+        cache[i0 + 1] = r->back ? -(sinf(t) * mscale) : sinf(t) * mscale;
         theta *= r->theta_scale;
     }
 }
@@ -80,6 +83,7 @@ static void read_args(const struct lm_tensor *dst, struct rope_args *r)
     const float end = ceilf(corr_dim(r->n_dims, r->n_ctx_orig, r->beta_slow, r->freq_base));
     r->corr[0] = fmaxf(0.0f, start);
     r->corr[1] = fminf((float)(r->n_dims - 1), end);
+    r->back = dst->op == LM_OP_ROPE_BACK;
 }
 
 /* Rotate one row (x -> y, element strides sx, sy) with the pair cache. */
@@ -99,7 +103,7 @@ static void rope_row(const struct rope_args *r, const float *cache, int64_t n, c
         *(float *)(y + i * sy) = *(const float *)(x + i * sx);
 }
 
-/* ROPE on this thread's (head, token) rows. */
+/* ROPE and ROPE_BACK on this thread's (head, token) rows. */
 void lm_cpu_op_rope(const struct lm_cpu_params *p, struct lm_tensor *dst)
 {
     const struct lm_tensor *a = dst->src[0], *pos = dst->src[1];
