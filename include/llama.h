@@ -170,7 +170,7 @@ struct llama_model_kv_override {
 };
 
 struct llama_model_params {
-    int32_t n_gpu_layers;            /* layers to place on a GPU (lamina: CPU only; ignored) */
+    int32_t n_gpu_layers;            /* layers to place on GPUs (none registered: all stay on the CPU) */
     enum llama_split_mode split_mode;
     int32_t main_gpu;
     const float *tensor_split;       /* NULL, or LLAMA_MAX_DEVICES proportions */
@@ -207,7 +207,7 @@ struct llama_context_params {
     bool mul_mat_q;           /* deprecated: always true */
     bool logits_all;          /* compute logits for every token of a batch */
     bool embedding;           /* keep the last token's embedding */
-    bool offload_kqv;         /* GPU only; ignored */
+    bool offload_kqv;         /* each layer's KV cache on its layer's device (no GPU: the CPU) */
 };
 
 typedef struct llama_model_quantize_params {

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "backend/backend.h"
 #include "core/log.h"
 #include "core/time.h"
 #include "cpu/cpu.h"
@@ -34,6 +35,7 @@ struct llama_context *llama_new_context_with_model(struct llama_model *model, st
         .type_v = kv_type(params.type_v),
         .logits_all = params.logits_all,
         .embedding = params.embedding,
+        .offload_kqv = params.offload_kqv,
     };
     struct llama_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
@@ -370,12 +372,15 @@ const char *llama_print_system_info(void)
 {
     static char buf[512];
     const struct lm_cpu_features *f = lm_cpu_features();
+    int n_gpu = 0; /* GPU backends registered (llama_backend_init) */
+    for (int i = 0; i < lm_backend_reg_count(); i++)
+        n_gpu += lm_backend_reg_get(i)->kind == LM_DEV_GPU;
     snprintf(buf, sizeof buf,
              "AVX = %d | AVX_VNNI = %d | AVX2 = %d | AVX512 = %d | AVX512_VBMI = %d | AVX512_VNNI = %d | "
              "AVX512_BF16 = %d | FMA = %d | NEON = 0 | ARM_FMA = 0 | F16C = %d | FP16_VA = 0 | WASM_SIMD = 0 | "
-             "BLAS = 0 | SSE3 = %d | SSSE3 = %d | VSX = 0 | KERNELS = %s | ",
+             "BLAS = 0 | SSE3 = %d | SSSE3 = %d | VSX = 0 | KERNELS = %s | GPU = %d | ",
              f->avx, f->avx_vnni, f->avx2, f->avx512f, f->avx512vbmi, f->avx512vnni, f->avx512bf16, f->fma, f->f16c,
-             f->sse3, f->ssse3, lm_cpu_isa_name(lm_cpu_isa_best()));
+             f->sse3, f->ssse3, lm_cpu_isa_name(lm_cpu_isa_best()), n_gpu);
     return buf;
 }
 

@@ -91,6 +91,13 @@ struct llama_model *llama_load_model_from_file(const char *path_model, struct ll
         .progress = params.progress_callback,
         .progress_user = params.progress_callback_user_data,
         .kv_overrides = (const struct lm_kv_override *)params.kv_overrides,
+        /* device placement (model/placement.c): with no GPU backend
+         * registered every layer stays on the host, as in a CPU build of
+         * llama.cpp */
+        .n_gpu_layers = params.n_gpu_layers,
+        .split_mode = (int)params.split_mode,
+        .main_gpu = params.main_gpu,
+        .tensor_split = params.tensor_split,
     };
     struct llama_model *model = calloc(1, sizeof *model);
     char err[320] = "";

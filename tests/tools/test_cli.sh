@@ -15,6 +15,19 @@ grep -q "generation: 200 tokens" "$tmp/err.txt" && ok || bad "no speed summary o
 "$LAMINA" run -m "$M" -n 200 --temp 0 --repeat-penalty 1 -t 1 --no-mmap -b 1 >"$tmp/out1.txt" 2>/dev/null
 cmp -s "$tmp/out1.txt" "$SHARED/models/stories260K.greedy200.txt" && ok || bad "golden text differs with -t 1 --no-mmap"
 
+# device placement flags (llama.cpp's): on a CPU-only build every layer stays on
+# the CPU and the text is the same
+"$LAMINA" run -m "$M" -n 200 --temp 0 --repeat-penalty 1 -ngl 99 -sm row -mg 0 -ts 1 -nkvo >"$tmp/outg.txt" 2>/dev/null
+cmp -s "$tmp/outg.txt" "$SHARED/models/stories260K.greedy200.txt" && ok || bad "golden text differs with -ngl 99 -sm row"
+"$LAMINA" bench -m "$M" -p 8 -n 2 -r 1 -t 1 -ngl 99 -sm none -nkvo 1 >/dev/null 2>&1 && ok || bad "bench -ngl failed"
+for args in "-sm diagonal" "-mg -1" "-ts 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17" "-ts x" "-ts -1" "-ngl abc"; do
+  # shellcheck disable=SC2086
+  "$LAMINA" run -m "$M" -n 1 $args >/dev/null 2>"$tmp/e.txt"
+  rc=$?
+  [ $rc -eq 2 ] && grep -q "error" "$tmp/e.txt" && ok || bad "'run $args' exited $rc"
+done
+"$LAMINA" run --help | grep -q -- "--n-gpu-layers" && ok || bad "run --help lacks -ngl"
+
 # the ids of the reference text, through the tokenizer
 ids=$("$LAMINA" tokenize -m "$M" -p "Once upon a time" --ids)
 [ "$ids" = "1 403 407 261 378" ] && ok || bad "tokenize gave '$ids'"

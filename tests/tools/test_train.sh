@@ -4,6 +4,7 @@
 # `lamina inspect` load; the loss goes down; a run resumed from its
 # checkpoint writes the same bytes as the uninterrupted run; the same seed
 # gives the same file; bad options and files get an error, never a crash.
+# lamina finetune: an adapter trained on a tiny text lowers its perplexity.
 source "$(dirname "$0")/lib.sh"
 
 head -c 120000 "$SHARED/corpus/train/tinystories-v1-train-head-2MiB.txt" > "$tmp/train.txt"
@@ -67,5 +68,43 @@ head -c 3000 "$tmp/a.gguf.ckpt" > "$tmp/trunc.ckpt"
 expect_error "truncated checkpoint" "${args[@]}" --resume "$tmp/trunc.ckpt" -o "$tmp/x.gguf"
 expect_error "resume with another shape" --train "$tmp/train.txt" --dim 64 --resume "$tmp/a.gguf.ckpt" -o "$tmp/x.gguf"
 expect_error "unwritable output" "${args[@]}" --steps 2 --save-every 0 -o "$tmp/no/such/dir/x.gguf"
+
+# 5. lamina finetune: a LoRA adapter trained on a tiny text lowers that text's
+# perplexity when applied (lamina perplexity --lora), on stories260K (F32,
+# tied output) and on a quantized base; a bad adapter is refused
+base_model=$SHARED/models/stories260K.gguf
+for i in $(seq 40); do echo "The purple robot sang a song about green cheese and blue moons."; done > "$tmp/ft.txt"
+ppl() { "$LAMINA" perplexity -f "$tmp/ft.txt" -c 32 "$@" 2>&1 | sed -n 's/.*PPL = \([0-9.]*\).*/\1/p'; }
+fargs=(--train "$tmp/ft.txt" --ctx 32 --batch 4 --steps 20 --lr 1e-2 --rank 4 --alpha 8 -t 2)
+if "$LAMINA" finetune -m "$base_model" "${fargs[@]}" -o "$tmp/ad.bin" 2> "$tmp/ft.err"; then ok; else
+  cat "$tmp/ft.err" >&2; bad "finetune failed"; fi
+before=$(ppl -m "$base_model"); after=$(ppl -m "$base_model" --lora "$tmp/ad.bin")
+awk -v a="$before" -v b="$after" 'BEGIN { exit !(b > 0 && b < 0.5 * a) }' && ok || bad "adapter did not lower the perplexity: $before -> $after"
+"$LAMINA" finetune -m "$base_model" "${fargs[@]}" --grad-checkpoint --lora-targets q,k,v,o,gate,down,up \
+  -o "$tmp/ad2.bin" 2>/dev/null && ok || bad "finetune --grad-checkpoint failed"
+after2=$(ppl -m "$base_model" --lora "$tmp/ad2.bin")
+awk -v a="$before" -v b="$after2" 'BEGIN { exit !(b > 0 && b < 0.5 * a) }' && ok || bad "all-target adapter: $before -> $after2"
+"$LAMINA" quantize "$tmp/a.gguf" "$tmp/q8.gguf" Q8_0 > /dev/null 2>&1 && ok || bad "quantize failed"
+"$LAMINA" finetune -m "$tmp/q8.gguf" "${fargs[@]}" --steps 2 -o "$tmp/q.bin" 2>/dev/null && ok || bad "finetune of a Q8_0 base failed"
+"$LAMINA" run -m "$tmp/q8.gguf" --lora "$tmp/q.bin" -p "Once" -n 4 > /dev/null 2>&1 && ok || bad "Q8_0 base + adapter did not run"
+"$LAMINA" finetune -m "$tmp/h.gguf" "${fargs[@]}" --steps 2 -o "$tmp/h.bin" 2>/dev/null && ok || bad "finetune of an F16 base failed"
+"$LAMINA" finetune -m "$base_model" "${fargs[@]}" --out-type f16 -o "$tmp/x.bin" 2>/dev/null; [ $? -eq 2 ] && ok || bad "finetune took a train-only option"
+head -c 100 "$tmp/ad.bin" > "$tmp/trunc.bin"
+"$LAMINA" perplexity -m "$base_model" -f "$tmp/ft.txt" -c 32 --lora "$tmp/trunc.bin" > /dev/null 2>&1
+s=$?; [ $s -ne 0 ] && [ $s -lt 128 ] && ok || bad "truncated adapter: status $s"
+"$LAMINA" perplexity -m "$tmp/a.gguf" -f "$tmp/ft.txt" -c 32 --lora "$tmp/ad.bin" > /dev/null 2>&1
+s=$?; [ $s -ne 0 ] && [ $s -lt 128 ] && ok || bad "adapter of another model: status $s"
+expect_ft_error() {
+  local what=$1; shift
+  "$LAMINA" finetune "$@" > /dev/null 2> "$tmp/e.err"
+  local s=$?
+  { [ $s -eq 1 ] || [ $s -eq 2 ]; } && grep -q "error" "$tmp/e.err" && ok || bad "finetune $what: status $s"
+}
+expect_ft_error "without a model" --train "$tmp/ft.txt" -o "$tmp/x.bin"
+expect_ft_error "bad target" -m "$base_model" "${fargs[@]}" --lora-targets q,nope -o "$tmp/x.bin"
+expect_ft_error "rank 0" -m "$base_model" "${fargs[@]}" --rank 0 -o "$tmp/x.bin"
+expect_ft_error "rank above dim" -m "$base_model" "${fargs[@]}" --rank 100 -o "$tmp/x.bin"
+expect_ft_error "not a model" -m "$tmp/ft.txt" --train "$tmp/ft.txt" -o "$tmp/x.bin"
+expect_ft_error "missing model" -m "$tmp/nope.gguf" --train "$tmp/ft.txt" -o "$tmp/x.bin"
 
 finish

@@ -32,6 +32,10 @@ struct bench_opts {
     int n_pp, n_tg, n_threads, n_depth, n_np;
     long long reps, n_batch, mmap;
     const char *output;
+    /* device placement, as lamina run's -ngl/-sm/-mg/-ts/-nkvo (one value each) */
+    long long ngl, main_gpu, no_kvo;
+    enum llama_split_mode split_mode;
+    float tensor_split[LLAMA_MAX_DEVICES];
 };
 
 struct result {
@@ -61,6 +65,8 @@ static void bench_usage(FILE *f)
                "  -r, --repetitions N    timed runs per test (default 5)\n"
                "  -mmp, --mmap 0|1       map the weights (1, default) or read them into memory (0)\n"
                "  -o, --output FMT       md (default), csv or json\n"
+               "  -ngl, -sm, -mg, -ts, -nkvo  device placement, as for lamina run (one value each;\n"
+               "                         this build is CPU only: every layer stays on the CPU)\n"
                "  -h, --help             this text\n",
             MAX_PARALLEL);
 }
@@ -95,6 +101,7 @@ static int parse_bench(int argc, char **argv, struct bench_opts *o)
     o->n_batch = 512;
     o->mmap = 1;
     o->output = "md";
+    o->split_mode = LLAMA_SPLIT_LAYER;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -122,7 +129,27 @@ static int parse_bench(int argc, char **argv, struct bench_opts *o)
             ok = cli_int(a, v, 1, 1000, &o->reps);
         else if (!strcmp(a, "-mmp") || !strcmp(a, "--mmap"))
             ok = cli_int(a, v, 0, 1, &o->mmap);
-        else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+        else if (!strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers"))
+            ok = cli_int(a, v, 0, 1 << 20, &o->ngl);
+        else if (!strcmp(a, "-mg") || !strcmp(a, "--main-gpu"))
+            ok = cli_int(a, v, 0, LLAMA_MAX_DEVICES - 1, &o->main_gpu);
+        else if (!strcmp(a, "-nkvo") || !strcmp(a, "--no-kv-offload"))
+            ok = cli_int(a, v, 0, 1, &o->no_kvo);
+        else if (!strcmp(a, "-ts") || !strcmp(a, "--tensor-split"))
+            ok = cli_tensor_split(a, v, o->tensor_split);
+        else if (!strcmp(a, "-sm") || !strcmp(a, "--split-mode")) {
+            ok = true;
+            if (!strcmp(v, "none"))
+                o->split_mode = LLAMA_SPLIT_NONE;
+            else if (!strcmp(v, "layer"))
+                o->split_mode = LLAMA_SPLIT_LAYER;
+            else if (!strcmp(v, "row"))
+                o->split_mode = LLAMA_SPLIT_ROW;
+            else {
+                fprintf(stderr, "error: -sm takes none, layer or row\n");
+                ok = false;
+            }
+        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
             o->output = v;
             ok = !strcmp(v, "md") || !strcmp(v, "csv") || !strcmp(v, "json");
             if (!ok)
@@ -264,6 +291,7 @@ static bool bench_depth(const struct bench_opts *o, const char *path, struct lla
     cp.n_batch = (uint32_t)(o->n_batch < (long long)cp.n_ctx ? o->n_batch : cp.n_ctx);
     cp.n_threads = cp.n_threads_batch = (uint32_t)threads;
     cp.seed = 1;
+    cp.offload_kqv = o->no_kvo == 0;
     struct llama_context *ctx = llama_new_context_with_model(model, cp);
     if (!ctx) {
         fprintf(stderr, "error: cannot make a context of %u tokens for %s\n", cp.n_ctx, path);
@@ -324,6 +352,13 @@ static bool bench_model(const struct bench_opts *o, const char *path, struct res
 {
     struct llama_model_params mp = llama_model_default_params();
     mp.use_mmap = o->mmap != 0;
+    mp.n_gpu_layers = (int32_t)o->ngl;
+    mp.split_mode = o->split_mode;
+    mp.main_gpu = (int32_t)o->main_gpu;
+    bool any_split = false;
+    for (int k = 0; k < LLAMA_MAX_DEVICES; k++)
+        any_split |= o->tensor_split[k] > 0.0f;
+    mp.tensor_split = any_split ? o->tensor_split : NULL;
     struct llama_model *model = llama_load_model_from_file(path, mp);
     if (!model) {
         fprintf(stderr, "error: cannot load %s\n", path);

@@ -31,6 +31,8 @@ const char *cli_value(int argc, char **argv, int *i);
 /* Parse an integer / float option value; false (with a message) if malformed. */
 bool cli_int(const char *opt, const char *s, long long lo, long long hi, long long *out);
 bool cli_float(const char *opt, const char *s, float *out);
+/* -ts: up to LLAMA_MAX_DEVICES proportions "3,1" or "3/1" into out[] (zeros after). */
+bool cli_tensor_split(const char *opt, const char *s, float *out);
 /* Process escapes (\n \t \r \\ \' \" \xHH) in place. */
 void cli_unescape(char *s);
 /* Read a whole text file (NUL-terminated, caller frees); NULL with a message. */
@@ -50,6 +52,11 @@ struct cli_model_opts {
     struct cli_lora lora[CLI_MAX_LORA]; /* --lora / --lora-scaled, applied in this order */
     int n_lora;
     const char *lora_base;              /* --lora-base: the weights the deltas are added to, or NULL */
+    /* device placement (-ngl, -sm, -mg, -ts, -nkvo): llama_model_params' */
+    long long n_gpu_layers, main_gpu;
+    enum llama_split_mode split_mode;
+    float tensor_split[LLAMA_MAX_DEVICES];
+    bool no_kv_offload;
 };
 struct cli_model_opts cli_model_defaults(void);
 /* Append an adapter to o; false (with a message) when CLI_MAX_LORA are there. */

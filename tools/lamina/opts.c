@@ -20,7 +20,8 @@ static long long n_cores(void)
 struct cli_model_opts cli_model_defaults(void)
 {
     return (struct cli_model_opts){.n_ctx = 512, .n_batch = 512, .n_threads = n_cores(), .n_threads_batch = -1,
-                                   .seed = -1, .type_k = GGML_TYPE_F16, .type_v = GGML_TYPE_F16};
+                                   .seed = -1, .type_k = GGML_TYPE_F16, .type_v = GGML_TYPE_F16,
+                                   .split_mode = LLAMA_SPLIT_LAYER};
 }
 
 bool cli_model_add_lora(struct cli_model_opts *o, const char *path, float scale)
@@ -84,8 +85,55 @@ int cli_model_flag(int argc, char **argv, int *i, struct cli_model_opts *o)
             return -1;
     }
     else if (IS("--lora-base")) { VAL(); o->lora_base = v; }
+    else if (IS("-ngl") || IS("--n-gpu-layers") || IS("--gpu-layers")) INT(n_gpu_layers, 0, 1 << 20);
+    else if (IS("-mg") || IS("--main-gpu")) INT(main_gpu, 0, LLAMA_MAX_DEVICES - 1);
+    else if (IS("-nkvo") || IS("--no-kv-offload")) o->no_kv_offload = true;
+    else if (IS("-sm") || IS("--split-mode")) {
+        VAL();
+        if (!strcmp(v, "none")) o->split_mode = LLAMA_SPLIT_NONE;
+        else if (!strcmp(v, "layer")) o->split_mode = LLAMA_SPLIT_LAYER;
+        else if (!strcmp(v, "row")) o->split_mode = LLAMA_SPLIT_ROW;
+        else {
+            fprintf(stderr, "error: %s must be none, layer or row\n", a);
+            return -1;
+        }
+    }
+    else if (IS("-ts") || IS("--tensor-split")) {
+        VAL();
+        if (!cli_tensor_split(a, v, o->tensor_split))
+            return -1;
+    }
     else return 0;
     return 1;
+}
+
+bool cli_tensor_split(const char *opt, const char *s, float *out)
+{
+    float ts[LLAMA_MAX_DEVICES] = {0};
+    int n = 0;
+    for (const char *p = s;; n++) {
+        char buf[64];
+        size_t len = strcspn(p, ",/");
+        if (n >= LLAMA_MAX_DEVICES || len == 0 || len >= sizeof buf) {
+            fprintf(stderr, "error: %s takes one proportion per device, separated by ',' or '/' (this build: %d %s)\n",
+                    opt, LLAMA_MAX_DEVICES, LLAMA_MAX_DEVICES == 1 ? "device" : "devices");
+            return false;
+        }
+        memcpy(buf, p, len);
+        buf[len] = 0;
+        if (!cli_float(opt, buf, &ts[n]))
+            return false;
+        if (!(ts[n] >= 0.0f && ts[n] < 1e30f)) {
+            fprintf(stderr, "error: %s: proportions must be >= 0\n", opt);
+            return false;
+        }
+        p += len;
+        if (!*p)
+            break;
+        p++;
+    }
+    memcpy(out, ts, sizeof ts);
+    return true;
 }
 
 int cli_sampling_flag(int argc, char **argv, int *i, struct lm_sampler_params *o)
@@ -131,6 +179,12 @@ void cli_model_usage(FILE *f)
           "  --lora-scaled FILE S      the same with the adapter's delta scaled by S\n"
           "  --lora-base FILE          add the adapters' deltas to this model's weights (e.g. the F16\n"
           "                            original of a quantized -m); the result keeps -m's types\n"
+          "  -ngl, --n-gpu-layers N    layers to offload to GPUs (default 0; this build: CPU only, so\n"
+          "                            every layer stays on the CPU)\n"
+          "  -sm, --split-mode M       none, layer (default) or row: how layers spread over GPUs\n"
+          "  -mg, --main-gpu N         the GPU for -sm none and row (default 0)\n"
+          "  -ts, --tensor-split A,B   proportions of the layers per GPU (-sm layer)\n"
+          "  -nkvo, --no-kv-offload    keep the KV cache on the CPU\n"
           "  --verbose                 print the library's log\n",
           f);
 }
@@ -167,6 +221,13 @@ int cli_model_open(const struct cli_model_opts *o, struct llama_model **model)
     struct llama_model_params mp = llama_model_default_params();
     mp.use_mmap = !o->no_mmap;
     mp.use_mlock = o->mlock;
+    mp.n_gpu_layers = (int32_t)o->n_gpu_layers;
+    mp.split_mode = o->split_mode;
+    mp.main_gpu = (int32_t)o->main_gpu;
+    bool any_split = false;
+    for (int k = 0; k < LLAMA_MAX_DEVICES; k++)
+        any_split |= o->tensor_split[k] > 0.0f;
+    mp.tensor_split = any_split ? o->tensor_split : NULL;
     struct cli_progress progress = {.what = "loading model", .last_pct = -1};
     if (!o->verbose && cli_progress_enabled()) { /* on a terminal only: quiet in pipes and logs */
         mp.progress_callback = cli_progress_load;
@@ -204,6 +265,7 @@ int cli_model_load(const struct cli_model_opts *o, struct llama_model **model, s
     cp.n_threads_batch = (uint32_t)(o->n_threads_batch < 0 ? o->n_threads : o->n_threads_batch);
     cp.type_k = o->type_k;
     cp.type_v = o->type_v;
+    cp.offload_kqv = !o->no_kv_offload;
     *ctx = llama_new_context_with_model(*model, cp);
     if (!*ctx) {
         fprintf(stderr, "error: cannot create a context\n");
