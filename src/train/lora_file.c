@@ -15,7 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+
+#include "train/trainer.h"
 
 static bool put_i32(FILE *f, int32_t v)
 {
@@ -39,11 +40,9 @@ lm_status lm_train_lora_write(const struct lm_train_model *m, const char *path)
 {
     if (!m->lora_ctx || m->lora_alpha != floorf(m->lora_alpha) || m->lora_alpha > 1e9f)
         return LM_ERR_INVALID_ARG;
-    size_t n = strlen(path);
-    char *tmp = malloc(n + 32);
+    char *tmp = lm_train_tmp_path(path);
     if (!tmp)
         return LM_ERR_NOMEM;
-    snprintf(tmp, n + 32, "%s.tmp.%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "wb");
     lm_status st = f ? LM_OK : LM_ERR_IO;
     if (!st && !(put_i32(f, 0x67676c61) && put_i32(f, 1) && put_i32(f, m->lora_rank) &&

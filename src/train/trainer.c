@@ -492,13 +492,20 @@ lm_status lm_trainer_read_state(struct lm_trainer *tr, const struct lm_gguf *g, 
     return st;
 }
 
+char *lm_train_tmp_path(const char *path)
+{
+    size_t n = strlen(path) + 32;
+    char *tmp = malloc(n);
+    if (tmp)
+        snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    return tmp;
+}
+
 lm_status lm_train_write_atomic(const struct lm_gguf_writer *w, const char *path)
 {
-    size_t n = strlen(path);
-    char *tmp = malloc(n + 32);
+    char *tmp = lm_train_tmp_path(path);
     if (!tmp)
         return LM_ERR_NOMEM;
-    snprintf(tmp, n + 32, "%s.tmp.%ld", path, (long)getpid());
     lm_status st = lm_gguf_write_file(w, tmp);
     if (!st && rename(tmp, path) != 0)
         st = LM_ERR_IO;

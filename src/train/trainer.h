@@ -79,5 +79,7 @@ lm_status lm_train_model_read(const struct lm_gguf *g, struct lm_train_model **o
 /* Write w to path atomically: a temporary file in the same folder, then
  * rename, so a crash leaves either the old file or the new one. */
 lm_status lm_train_write_atomic(const struct lm_gguf_writer *w, const char *path);
+/* The temporary name such a write uses ("PATH.tmp.PID"; free() it), or NULL. */
+char *lm_train_tmp_path(const char *path);
 
 #endif

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hash.h"
 #include "gguf/gguf.h"
 #include "train/vocab_train.h"
 #include "vocab/unicode.h" /* the tokenizer's own character split (vocab/ internal, used read-only) */
@@ -44,15 +45,6 @@ struct strtab {
     uint32_t mask;
 };
 
-static uint32_t hash_bytes(const char *s, size_t n)
-{
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 16777619u;
-    }
-    return h;
-}
 
 static const char *strtab_str(const struct strtab *t, int32_t id) { return t->pool + t->off[id]; }
 
@@ -73,7 +65,7 @@ static bool strtab_rehash(struct strtab *t, uint32_t cap)
     }
     memset(slots, 0xff, (size_t)cap * sizeof(*slots));
     for (int32_t id = 0; id < t->n; id++) {
-        uint32_t i = hash_bytes(strtab_str(t, id), t->len[id]) & (cap - 1);
+        uint32_t i = lm_fnv1a32(strtab_str(t, id), t->len[id]) & (cap - 1);
         while (slots[i] >= 0) {
             i = (i + 1) & (cap - 1);
         }
@@ -91,7 +83,7 @@ static int32_t strtab_find(const struct strtab *t, const char *s, uint32_t len, 
     if (!t->slots) {
         return -1;
     }
-    uint32_t i = hash_bytes(s, len) & t->mask;
+    uint32_t i = lm_fnv1a32(s, len) & t->mask;
     for (; t->slots[i] >= 0; i = (i + 1) & t->mask) {
         int32_t id = t->slots[i];
         if (t->len[id] == len && memcmp(strtab_str(t, id), s, len) == 0) {

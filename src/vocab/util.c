@@ -10,17 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hash.h"
 #include "vocab/vocab_internal.h"
 
-static uint32_t hash_bytes(const char *s, size_t n)
-{
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 16777619u;
-    }
-    return h;
-}
 
 bool lm_vocab_strmap_init(struct strmap *m, size_t n)
 {
@@ -45,7 +37,7 @@ void lm_vocab_strmap_free(struct strmap *m)
 
 void lm_vocab_strmap_put(struct strmap *m, const char *key, uint32_t len, int32_t value)
 {
-    uint32_t i = hash_bytes(key, len) & m->mask;
+    uint32_t i = lm_fnv1a32(key, len) & m->mask;
     for (;;) {
         struct strmap_slot *s = &m->slots[i];
         if (!s->key) {
@@ -67,7 +59,7 @@ int32_t lm_vocab_strmap_get(const struct strmap *m, const char *key, size_t len)
     if (!m->slots) {
         return -1;
     }
-    uint32_t i = hash_bytes(key, len) & m->mask;
+    uint32_t i = lm_fnv1a32(key, len) & m->mask;
     for (;;) {
         const struct strmap_slot *s = &m->slots[i];
         if (!s->key) {

@@ -32,10 +32,8 @@ struct bench_opts {
     int n_pp, n_tg, n_threads, n_depth, n_np;
     long long reps, n_batch, mmap;
     const char *output;
-    /* device placement, as lamina run's -ngl/-sm/-mg/-ts/-nkvo (one value each) */
-    long long ngl, main_gpu, no_kvo;
-    enum llama_split_mode split_mode;
-    float tensor_split[LLAMA_MAX_DEVICES];
+    struct cli_placement place; /* -ngl/-sm/-mg/-ts as lamina run's (one value each) */
+    long long no_kvo;           /* -nkvo 0|1 (llama-bench's form) */
 };
 
 struct result {
@@ -101,13 +99,18 @@ static int parse_bench(int argc, char **argv, struct bench_opts *o)
     o->n_batch = 512;
     o->mmap = 1;
     o->output = "md";
-    o->split_mode = LLAMA_SPLIT_LAYER;
+    o->place.split_mode = LLAMA_SPLIT_LAYER;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             bench_usage(stdout);
             return 1;
         }
+        int pr = cli_placement_flag(argc, argv, &i, &o->place);
+        if (pr < 0)
+            return 2;
+        if (pr > 0)
+            continue;
         if (!(v = cli_value(argc, argv, &i)))
             return 2;
         bool ok = true;
@@ -129,27 +132,9 @@ static int parse_bench(int argc, char **argv, struct bench_opts *o)
             ok = cli_int(a, v, 1, 1000, &o->reps);
         else if (!strcmp(a, "-mmp") || !strcmp(a, "--mmap"))
             ok = cli_int(a, v, 0, 1, &o->mmap);
-        else if (!strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers"))
-            ok = cli_int(a, v, 0, 1 << 20, &o->ngl);
-        else if (!strcmp(a, "-mg") || !strcmp(a, "--main-gpu"))
-            ok = cli_int(a, v, 0, LLAMA_MAX_DEVICES - 1, &o->main_gpu);
         else if (!strcmp(a, "-nkvo") || !strcmp(a, "--no-kv-offload"))
             ok = cli_int(a, v, 0, 1, &o->no_kvo);
-        else if (!strcmp(a, "-ts") || !strcmp(a, "--tensor-split"))
-            ok = cli_tensor_split(a, v, o->tensor_split);
-        else if (!strcmp(a, "-sm") || !strcmp(a, "--split-mode")) {
-            ok = true;
-            if (!strcmp(v, "none"))
-                o->split_mode = LLAMA_SPLIT_NONE;
-            else if (!strcmp(v, "layer"))
-                o->split_mode = LLAMA_SPLIT_LAYER;
-            else if (!strcmp(v, "row"))
-                o->split_mode = LLAMA_SPLIT_ROW;
-            else {
-                fprintf(stderr, "error: -sm takes none, layer or row\n");
-                ok = false;
-            }
-        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+        else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
             o->output = v;
             ok = !strcmp(v, "md") || !strcmp(v, "csv") || !strcmp(v, "json");
             if (!ok)
@@ -352,13 +337,7 @@ static bool bench_model(const struct bench_opts *o, const char *path, struct res
 {
     struct llama_model_params mp = llama_model_default_params();
     mp.use_mmap = o->mmap != 0;
-    mp.n_gpu_layers = (int32_t)o->ngl;
-    mp.split_mode = o->split_mode;
-    mp.main_gpu = (int32_t)o->main_gpu;
-    bool any_split = false;
-    for (int k = 0; k < LLAMA_MAX_DEVICES; k++)
-        any_split |= o->tensor_split[k] > 0.0f;
-    mp.tensor_split = any_split ? o->tensor_split : NULL;
+    cli_placement_apply(&o->place, &mp);
     struct llama_model *model = llama_load_model_from_file(path, mp);
     if (!model) {
         fprintf(stderr, "error: cannot load %s\n", path);

@@ -31,12 +31,22 @@ const char *cli_value(int argc, char **argv, int *i);
 /* Parse an integer / float option value; false (with a message) if malformed. */
 bool cli_int(const char *opt, const char *s, long long lo, long long hi, long long *out);
 bool cli_float(const char *opt, const char *s, float *out);
-/* -ts: up to LLAMA_MAX_DEVICES proportions "3,1" or "3/1" into out[] (zeros after). */
-bool cli_tensor_split(const char *opt, const char *s, float *out);
 /* Process escapes (\n \t \r \\ \' \" \xHH) in place. */
 void cli_unescape(char *s);
 /* Read a whole text file (NUL-terminated, caller frees); NULL with a message. */
 char *cli_read_file(const char *path, size_t *len);
+
+/* Device placement, llama.cpp's -ngl N, -sm none|layer|row, -mg N, -ts A,B
+ * (run, chat, serve, perplexity, imatrix and bench take them). */
+struct cli_placement {
+    long long n_gpu_layers, main_gpu;
+    enum llama_split_mode split_mode;
+    float tensor_split[LLAMA_MAX_DEVICES];
+};
+/* 1: argv[*i] was one of the four (value taken), 0: not, -1: bad value (message written). */
+int cli_placement_flag(int argc, char **argv, int *i, struct cli_placement *o);
+/* Copy o into the model parameters (tensor_split NULL when all zero; o must outlive mp). */
+void cli_placement_apply(const struct cli_placement *o, struct llama_model_params *mp);
 
 /* The model and context flags of run, chat and serve. */
 #define CLI_MAX_LORA 32
@@ -52,11 +62,8 @@ struct cli_model_opts {
     struct cli_lora lora[CLI_MAX_LORA]; /* --lora / --lora-scaled, applied in this order */
     int n_lora;
     const char *lora_base;              /* --lora-base: the weights the deltas are added to, or NULL */
-    /* device placement (-ngl, -sm, -mg, -ts, -nkvo): llama_model_params' */
-    long long n_gpu_layers, main_gpu;
-    enum llama_split_mode split_mode;
-    float tensor_split[LLAMA_MAX_DEVICES];
-    bool no_kv_offload;
+    struct cli_placement place;         /* -ngl, -sm, -mg, -ts */
+    bool no_kv_offload;                 /* -nkvo */
 };
 struct cli_model_opts cli_model_defaults(void);
 /* Append an adapter to o; false (with a message) when CLI_MAX_LORA are there. */

@@ -21,7 +21,7 @@ struct cli_model_opts cli_model_defaults(void)
 {
     return (struct cli_model_opts){.n_ctx = 512, .n_batch = 512, .n_threads = n_cores(), .n_threads_batch = -1,
                                    .seed = -1, .type_k = GGML_TYPE_F16, .type_v = GGML_TYPE_F16,
-                                   .split_mode = LLAMA_SPLIT_LAYER};
+                                   .place.split_mode = LLAMA_SPLIT_LAYER};
 }
 
 bool cli_model_add_lora(struct cli_model_opts *o, const char *path, float scale)
@@ -62,6 +62,7 @@ int cli_model_flag(int argc, char **argv, int *i, struct cli_model_opts *o)
 {
     const char *a = argv[*i], *v = NULL;
     long long ll;
+    int r;
     if (IS("-m") || IS("--model")) { VAL(); o->model = v; }
     else if (IS("-t") || IS("--threads")) INT(n_threads, 1, 1024);
     else if (IS("-tb") || IS("--threads-batch")) INT(n_threads_batch, 1, 1024);
@@ -85,29 +86,13 @@ int cli_model_flag(int argc, char **argv, int *i, struct cli_model_opts *o)
             return -1;
     }
     else if (IS("--lora-base")) { VAL(); o->lora_base = v; }
-    else if (IS("-ngl") || IS("--n-gpu-layers") || IS("--gpu-layers")) INT(n_gpu_layers, 0, 1 << 20);
-    else if (IS("-mg") || IS("--main-gpu")) INT(main_gpu, 0, LLAMA_MAX_DEVICES - 1);
     else if (IS("-nkvo") || IS("--no-kv-offload")) o->no_kv_offload = true;
-    else if (IS("-sm") || IS("--split-mode")) {
-        VAL();
-        if (!strcmp(v, "none")) o->split_mode = LLAMA_SPLIT_NONE;
-        else if (!strcmp(v, "layer")) o->split_mode = LLAMA_SPLIT_LAYER;
-        else if (!strcmp(v, "row")) o->split_mode = LLAMA_SPLIT_ROW;
-        else {
-            fprintf(stderr, "error: %s must be none, layer or row\n", a);
-            return -1;
-        }
-    }
-    else if (IS("-ts") || IS("--tensor-split")) {
-        VAL();
-        if (!cli_tensor_split(a, v, o->tensor_split))
-            return -1;
-    }
+    else if ((r = cli_placement_flag(argc, argv, i, &o->place)) != 0) return r;
     else return 0;
     return 1;
 }
 
-bool cli_tensor_split(const char *opt, const char *s, float *out)
+static bool tensor_split(const char *opt, const char *s, float *out)
 {
     float ts[LLAMA_MAX_DEVICES] = {0};
     int n = 0;
@@ -134,6 +119,42 @@ bool cli_tensor_split(const char *opt, const char *s, float *out)
     }
     memcpy(out, ts, sizeof ts);
     return true;
+}
+
+int cli_placement_flag(int argc, char **argv, int *i, struct cli_placement *o)
+{
+    const char *a = argv[*i], *v = NULL;
+    long long ll;
+    if (IS("-ngl") || IS("--n-gpu-layers") || IS("--gpu-layers")) INT(n_gpu_layers, 0, 1 << 20);
+    else if (IS("-mg") || IS("--main-gpu")) INT(main_gpu, 0, LLAMA_MAX_DEVICES - 1);
+    else if (IS("-sm") || IS("--split-mode")) {
+        VAL();
+        if (!strcmp(v, "none")) o->split_mode = LLAMA_SPLIT_NONE;
+        else if (!strcmp(v, "layer")) o->split_mode = LLAMA_SPLIT_LAYER;
+        else if (!strcmp(v, "row")) o->split_mode = LLAMA_SPLIT_ROW;
+        else {
+            fprintf(stderr, "error: %s must be none, layer or row\n", a);
+            return -1;
+        }
+    }
+    else if (IS("-ts") || IS("--tensor-split")) {
+        VAL();
+        if (!tensor_split(a, v, o->tensor_split))
+            return -1;
+    }
+    else return 0;
+    return 1;
+}
+
+void cli_placement_apply(const struct cli_placement *o, struct llama_model_params *mp)
+{
+    mp->n_gpu_layers = (int32_t)o->n_gpu_layers;
+    mp->split_mode = o->split_mode;
+    mp->main_gpu = (int32_t)o->main_gpu;
+    bool any = false;
+    for (int k = 0; k < LLAMA_MAX_DEVICES; k++)
+        any |= o->tensor_split[k] > 0.0f;
+    mp->tensor_split = any ? o->tensor_split : NULL;
 }
 
 int cli_sampling_flag(int argc, char **argv, int *i, struct lm_sampler_params *o)
@@ -221,13 +242,7 @@ int cli_model_open(const struct cli_model_opts *o, struct llama_model **model)
     struct llama_model_params mp = llama_model_default_params();
     mp.use_mmap = !o->no_mmap;
     mp.use_mlock = o->mlock;
-    mp.n_gpu_layers = (int32_t)o->n_gpu_layers;
-    mp.split_mode = o->split_mode;
-    mp.main_gpu = (int32_t)o->main_gpu;
-    bool any_split = false;
-    for (int k = 0; k < LLAMA_MAX_DEVICES; k++)
-        any_split |= o->tensor_split[k] > 0.0f;
-    mp.tensor_split = any_split ? o->tensor_split : NULL;
+    cli_placement_apply(&o->place, &mp);
     struct cli_progress progress = {.what = "loading model", .last_pct = -1};
     if (!o->verbose && cli_progress_enabled()) { /* on a terminal only: quiet in pipes and logs */
         mp.progress_callback = cli_progress_load;

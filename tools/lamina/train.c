@@ -40,8 +40,7 @@ struct train_opts {
     const char *out_type;
     /* finetune */
     const char *model, *targets;
-    long long rank;
-    float alpha;
+    long long rank, alpha;
 };
 
 static void usage(FILE *f)
@@ -88,49 +87,86 @@ static void usage(FILE *f)
             "  --log-every N        a log line every N steps when not on a terminal (default 10)\n");
 }
 
+static void finetune_usage(FILE *f);
+
 enum kind { K_INT, K_FLOAT, K_STR, K_FLAG };
+enum { T = 1, F = 2, TF = 3 }; /* the commands an option belongs to: train, finetune */
 struct opt {
     const char *name, *alias;
+    int cmds;
     enum kind kind;
     void *p;
     long long lo, hi;
 };
 
-static int parse(int argc, char **argv, struct train_opts *o)
+/* The options of lamina train (finetune = false) or lamina finetune.
+ * 0 parsed, 1 help printed, 2 usage error (message written). */
+static int parse(int argc, char **argv, struct train_opts *o, bool finetune)
 {
     const struct opt table[] = {
-        {"--train", NULL, K_STR, &o->train, 0, 0},         {"--valid", NULL, K_STR, &o->valid, 0, 0},
-        {"--out", "-o", K_STR, &o->out, 0, 0},             {"--resume", NULL, K_STR, &o->resume, 0, 0},
-        {"--checkpoint", NULL, K_STR, &o->ckpt, 0, 0},     {"--out-type", NULL, K_STR, &o->out_type, 0, 0},
-        {"--vocab", NULL, K_INT, &o->vocab, LM_VOCAB_TRAIN_MIN_VOCAB, LM_VOCAB_TRAIN_MAX_VOCAB},
-        {"--dim", NULL, K_INT, &o->dim, 2, 16384},         {"--layers", NULL, K_INT, &o->layers, 1, 256},
-        {"--heads", NULL, K_INT, &o->heads, 1, 1024},      {"--kv-heads", NULL, K_INT, &o->kv_heads, 1, 1024},
-        {"--ff", NULL, K_INT, &o->ff, 1, 65536},           {"--ctx", NULL, K_INT, &o->ctx, 2, 65536},
-        {"--batch", NULL, K_INT, &o->batch, 1, 65536},     {"--accum", NULL, K_INT, &o->accum, 1, 65536},
-        {"--steps", NULL, K_INT, &o->steps, 1, 1LL << 30}, {"--warmup", NULL, K_INT, &o->warmup, 0, 1LL << 30},
-        {"--seed", NULL, K_INT, &o->seed, 0, 1LL << 62},   {"--threads", "-t", K_INT, &o->threads, 1, 512},
-        {"--eval-every", NULL, K_INT, &o->eval_every, 0, 1LL << 30},
-        {"--eval-windows", NULL, K_INT, &o->eval_windows, 0, 1LL << 30},
-        {"--save-every", NULL, K_INT, &o->save_every, 0, 1LL << 30},
-        {"--log-every", NULL, K_INT, &o->log_every, 1, 1LL << 30},
-        {"--lr", NULL, K_FLOAT, &o->lr, 0, 0},             {"--lr-min", NULL, K_FLOAT, &o->lr_min, 0, 0},
-        {"--wd", NULL, K_FLOAT, &o->wd, 0, 0},             {"--clip", NULL, K_FLOAT, &o->clip, 0, 0},
-        {"--beta1", NULL, K_FLOAT, &o->beta1, 0, 0},       {"--beta2", NULL, K_FLOAT, &o->beta2, 0, 0},
-        {"--norm-eps", NULL, K_FLOAT, &o->norm_eps, 0, 0}, {"--rope-base", NULL, K_FLOAT, &o->rope_base, 0, 0},
-        {"--grad-checkpoint", NULL, K_FLAG, &o->grad_ckpt, 0, 0},
+        {"--train", NULL, TF, K_STR, &o->train, 0, 0},
+        {"--valid", NULL, TF, K_STR, &o->valid, 0, 0},
+        {"--out", "-o", T, K_STR, &o->out, 0, 0},
+        {"--lora-out", "-o", F, K_STR, &o->out, 0, 0},
+        {"--model", "-m", F, K_STR, &o->model, 0, 0},
+        {"--lora-targets", NULL, F, K_STR, &o->targets, 0, 0},
+        {"--rank", NULL, F, K_INT, &o->rank, 1, 4096},
+        {"--alpha", NULL, F, K_INT, &o->alpha, 1, 1 << 30},
+        {"--resume", NULL, T, K_STR, &o->resume, 0, 0},
+        {"--checkpoint", NULL, T, K_STR, &o->ckpt, 0, 0},
+        {"--out-type", NULL, T, K_STR, &o->out_type, 0, 0},
+        {"--vocab", NULL, T, K_INT, &o->vocab, LM_VOCAB_TRAIN_MIN_VOCAB, LM_VOCAB_TRAIN_MAX_VOCAB},
+        {"--dim", NULL, T, K_INT, &o->dim, 2, 16384},
+        {"--layers", NULL, T, K_INT, &o->layers, 1, 256},
+        {"--heads", NULL, T, K_INT, &o->heads, 1, 1024},
+        {"--kv-heads", NULL, T, K_INT, &o->kv_heads, 1, 1024},
+        {"--ff", NULL, T, K_INT, &o->ff, 1, 65536},
+        {"--ctx", NULL, TF, K_INT, &o->ctx, 2, 65536},
+        {"--batch", NULL, TF, K_INT, &o->batch, 1, 65536},
+        {"--accum", NULL, TF, K_INT, &o->accum, 1, 65536},
+        {"--steps", NULL, TF, K_INT, &o->steps, 1, 1LL << 30},
+        {"--warmup", NULL, TF, K_INT, &o->warmup, 0, 1LL << 30},
+        {"--seed", NULL, TF, K_INT, &o->seed, 0, 1LL << 62},
+        {"--threads", "-t", TF, K_INT, &o->threads, 1, 512},
+        {"--eval-every", NULL, TF, K_INT, &o->eval_every, 0, 1LL << 30},
+        {"--eval-windows", NULL, TF, K_INT, &o->eval_windows, 0, 1LL << 30},
+        {"--save-every", NULL, T, K_INT, &o->save_every, 0, 1LL << 30},
+        {"--log-every", NULL, TF, K_INT, &o->log_every, 1, 1LL << 30},
+        {"--lr", NULL, TF, K_FLOAT, &o->lr, 0, 0},
+        {"--lr-min", NULL, TF, K_FLOAT, &o->lr_min, 0, 0},
+        {"--wd", NULL, TF, K_FLOAT, &o->wd, 0, 0},
+        {"--clip", NULL, TF, K_FLOAT, &o->clip, 0, 0},
+        {"--beta1", NULL, TF, K_FLOAT, &o->beta1, 0, 0},
+        {"--beta2", NULL, TF, K_FLOAT, &o->beta2, 0, 0},
+        {"--norm-eps", NULL, T, K_FLOAT, &o->norm_eps, 0, 0},
+        {"--rope-base", NULL, T, K_FLOAT, &o->rope_base, 0, 0},
+        {"--grad-checkpoint", NULL, TF, K_FLAG, &o->grad_ckpt, 0, 0},
     };
+    const char *cmd = finetune ? "finetune" : "train";
+    const int mine = finetune ? F : T;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
+            if (finetune)
+                finetune_usage(stdout);
+            else
+                usage(stdout);
             return 1;
         }
-        const struct opt *op = NULL;
+        const struct opt *op = NULL, *other = NULL;
         for (size_t k = 0; k < sizeof table / sizeof table[0] && !op; k++)
-            if (!strcmp(a, table[k].name) || (table[k].alias && !strcmp(a, table[k].alias)))
-                op = &table[k];
+            if (!strcmp(a, table[k].name) || (table[k].alias && !strcmp(a, table[k].alias))) {
+                if (table[k].cmds & mine)
+                    op = &table[k];
+                else
+                    other = &table[k];
+            }
         if (!op) {
-            fprintf(stderr, "error: unknown option '%s' (see lamina train --help)\n", a);
+            if (other)
+                fprintf(stderr, "error: '%s' is an option of lamina %s, not %s\n", a, finetune ? "train" : "finetune",
+                        cmd);
+            else
+                fprintf(stderr, "error: unknown option '%s' (see lamina %s --help)\n", a, cmd);
             return 2;
         }
         if (op->kind == K_FLAG) {
@@ -147,8 +183,9 @@ static int parse(int argc, char **argv, struct train_opts *o)
         else if (op->kind == K_FLOAT && !cli_float(a, v, (float *)op->p))
             return 2;
     }
-    if (!o->train || !o->out) {
-        fprintf(stderr, "error: lamina train needs --train FILE|DIR and --out FILE\n");
+    if (!o->train || !o->out || (finetune && !o->model)) {
+        fprintf(stderr, "error: lamina %s needs %s\n", cmd,
+                finetune ? "-m BASE, --train FILE|DIR and -o ADAPTER" : "--train FILE|DIR and --out FILE");
         return 2;
     }
     if (strcmp(o->out_type, "f32") && strcmp(o->out_type, "f16")) {
@@ -325,14 +362,66 @@ static void fmt_time(char *buf, size_t n, double s)
         snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
 }
 
+/* The token streams of the training (and held-out) text and a trainer for m
+ * with o's settings: 0, or 1 with a message. */
+struct run_data {
+    int32_t *tokens, *vtokens;
+    int64_t n_tok, n_vtok;
+    struct lm_trainer_params tp;
+    struct lm_trainer *tr;
+};
+
+static void run_data_free(struct run_data *r)
+{
+    lm_trainer_free(r->tr);
+    free(r->tokens);
+    free(r->vtokens);
+}
+
+static int start_trainer(const struct train_opts *o, const struct lm_vocab *voc, const struct docs *train,
+                         const struct docs *valid, struct lm_train_model *m, struct run_data *r)
+{
+    char err[512] = "";
+    r->tokens = tokenize_docs(voc, train, &r->n_tok);
+    if (r->tokens && o->valid)
+        r->vtokens = tokenize_docs(voc, valid, &r->n_vtok);
+    if (!r->tokens || (o->valid && !r->vtokens)) {
+        fprintf(stderr, "error: cannot tokenize the text\n");
+        return 1;
+    }
+    if (r->n_tok <= o->ctx + 1 || (o->valid && r->n_vtok < 2)) {
+        fprintf(stderr, "error: the text has %lld tokens: too few for --ctx %lld\n", (long long)r->n_tok, o->ctx);
+        return 1;
+    }
+    struct lm_trainer_params *tp = &r->tp;
+    *tp = lm_trainer_default_params();
+    tp->n_threads = (int)o->threads;
+    tp->batch = (int)o->batch;
+    tp->ctx = (int)o->ctx;
+    tp->accum = (int)o->accum;
+    tp->steps = (int)o->steps;
+    tp->warmup = (int)o->warmup;
+    tp->lr = o->lr;
+    tp->lr_min = o->lr_min;
+    tp->beta1 = o->beta1;
+    tp->beta2 = o->beta2;
+    tp->weight_decay = o->wd;
+    tp->clip = o->clip;
+    tp->seed = (uint64_t)o->seed;
+    tp->bos = lm_vocab_bos(voc);
+    tp->checkpoint = o->grad_ckpt;
+    if (lm_trainer_new(m, tp, &r->tr, err, sizeof err)) {
+        fprintf(stderr, "error: %s\n", err);
+        return 1;
+    }
+    return 0;
+}
+
 /* ---- the step loop (train and finetune) ---- */
 
 struct loop_io {
     const struct train_opts *o;
-    struct lm_trainer *tr;
-    const struct lm_trainer_params *tp;
-    const int32_t *tokens, *vtokens;
-    int64_t n_tok, n_vtok;
+    const struct run_data *run;
     lm_status (*save)(const struct loop_io *io); /* the periodic checkpoint, or NULL */
     const struct lm_train_model *m;
     const struct lm_trained_vocab *tv;
@@ -348,10 +437,10 @@ static int train_loop(const struct loop_io *io)
     const bool tty = cli_progress_enabled();
     const double tokens_per_step = (double)o->batch * (double)o->ctx * (double)o->accum;
     double t_start = now_s(), ema = 0;
-    int64_t s0 = lm_trainer_step_count(io->tr);
+    int64_t s0 = lm_trainer_step_count(io->run->tr);
     for (int64_t s = s0; s < o->steps; s++) {
         float loss = 0, gnorm = 0;
-        st = lm_trainer_step(io->tr, io->tokens, io->n_tok, &loss, &gnorm);
+        st = lm_trainer_step(io->run->tr, io->run->tokens, io->run->n_tok, &loss, &gnorm);
         if (st == LM_ERR_CORRUPT) {
             fprintf(stderr, "\nerror: the gradient is not finite at step %lld: lower --lr\n", (long long)s + 1);
             return 1;
@@ -366,7 +455,7 @@ static int train_loop(const struct loop_io *io)
         fmt_time(eta_s, sizeof eta_s, eta);
         char line[160];
         snprintf(line, sizeof line, "step %lld/%lld  loss %.4f  lr %.2e  |g| %.3f  %.0f tok/s  ETA %s",
-                 (long long)s + 1, o->steps, ema, (double)lm_trainer_lr(io->tp, s), (double)gnorm, tps, eta_s);
+                 (long long)s + 1, o->steps, ema, (double)lm_trainer_lr(&io->run->tp, s), (double)gnorm, tps, eta_s);
         if (tty)
             cli_progress_text(line);
         else if ((s + 1) % o->log_every == 0 || s + 1 == o->steps)
@@ -374,7 +463,7 @@ static int train_loop(const struct loop_io *io)
         bool last = s + 1 == o->steps;
         if (o->valid && o->eval_every && ((s + 1) % o->eval_every == 0 || last)) {
             double vl = 0;
-            if (lm_trainer_eval(io->tr, io->vtokens, io->n_vtok, o->eval_windows, &vl)) {
+            if (lm_trainer_eval(io->run->tr, io->run->vtokens, io->run->n_vtok, o->eval_windows, &vl)) {
                 fprintf(stderr, "\nerror: evaluation failed\n");
                 return 1;
             }
@@ -397,7 +486,7 @@ static int train_loop(const struct loop_io *io)
 
 static lm_status save_ckpt(const struct loop_io *io)
 {
-    return save(io->o->ckpt, io->m, LM_TYPE_F32, io->tv, io->ck, io->tr);
+    return save(io->o->ckpt, io->m, LM_TYPE_F32, io->tv, io->ck, io->run->tr);
 }
 
 int cmd_train(int argc, char **argv)
@@ -408,7 +497,7 @@ int cmd_train(int argc, char **argv)
         .log_every = 10, .lr = 1e-3f, .lr_min = -1.0f, .wd = 0.1f, .clip = 1.0f, .beta1 = 0.9f, .beta2 = 0.95f,
         .norm_eps = 1e-5f, .rope_base = 10000.0f, .out_type = "f32",
     };
-    int r = parse(argc, argv, &o);
+    int r = parse(argc, argv, &o, false);
     if (r)
         return r == 1 ? 0 : 2;
     if (!o.kv_heads)
@@ -431,12 +520,9 @@ int cmd_train(int argc, char **argv)
     struct lm_trained_vocab *tv = NULL;
     struct lm_vocab *voc = NULL;
     struct lm_train_model *m = NULL;
-    struct lm_trainer *tr = NULL;
+    struct run_data run = {0};
     struct lm_gguf *ck = NULL;
     void *ck_img = NULL;
-    int32_t *tokens = NULL, *vtokens = NULL;
-    int64_t n_tok = 0, n_vtok = 0;
-    lm_status st;
 
     if (!docs_read(&train, o.train) || (o.valid && !docs_read(&valid, o.valid)))
         goto done;
@@ -481,38 +567,9 @@ int cmd_train(int argc, char **argv)
             goto done;
         }
     }
-    tokens = tokenize_docs(voc, &train, &n_tok);
-    if (tokens && o.valid)
-        vtokens = tokenize_docs(voc, &valid, &n_vtok);
-    if (!tokens || (o.valid && !vtokens)) {
-        fprintf(stderr, "error: cannot tokenize the text\n");
+    if (start_trainer(&o, voc, &train, &valid, m, &run))
         goto done;
-    }
-    if (n_tok <= o.ctx + 1 || (o.valid && n_vtok < 2)) {
-        fprintf(stderr, "error: the text has %lld tokens: too few for --ctx %lld\n", (long long)n_tok, o.ctx);
-        goto done;
-    }
-    struct lm_trainer_params tp = lm_trainer_default_params();
-    tp.n_threads = (int)o.threads;
-    tp.batch = (int)o.batch;
-    tp.ctx = (int)o.ctx;
-    tp.accum = (int)o.accum;
-    tp.steps = (int)o.steps;
-    tp.warmup = (int)o.warmup;
-    tp.lr = o.lr;
-    tp.lr_min = o.lr_min;
-    tp.beta1 = o.beta1;
-    tp.beta2 = o.beta2;
-    tp.weight_decay = o.wd;
-    tp.clip = o.clip;
-    tp.seed = (uint64_t)o.seed;
-    tp.bos = lm_vocab_bos(voc);
-    tp.checkpoint = o.grad_ckpt;
-    if (lm_trainer_new(m, &tp, &tr, err, sizeof err)) {
-        fprintf(stderr, "error: %s\n", err);
-        goto done;
-    }
-    if (ck && lm_trainer_read_state(tr, ck, err, sizeof err)) {
+    if (ck && lm_trainer_read_state(run.tr, ck, err, sizeof err)) {
         fprintf(stderr, "error: %s: %s\n", o.resume, err);
         goto done;
     }
@@ -521,29 +578,26 @@ int cmd_train(int argc, char **argv)
             "model: vocab %d, dim %d, layers %d, heads %d/%d, ff %d, ctx %d: %.2f M parameters\n"
             "data: %lld training tokens (%.2f bytes/token)%s; batch %lld x %lld x %lld tokens, %lld steps\n",
             hp->n_vocab, hp->n_embd, hp->n_layer, hp->n_head, hp->n_head_kv, hp->n_ff, hp->n_ctx,
-            (double)m->n_elements / 1e6, (long long)n_tok, (double)train.bytes / (double)n_tok,
+            (double)m->n_elements / 1e6, (long long)run.n_tok, (double)train.bytes / (double)run.n_tok,
             o.valid ? ", held-out text given" : "", o.accum, o.batch, o.ctx, o.steps);
 
-    struct loop_io io = {.o = &o, .tr = tr, .tp = &tp, .tokens = tokens, .n_tok = n_tok, .vtokens = vtokens,
-                         .n_vtok = n_vtok, .save = save_ckpt, .m = m, .tv = tv, .ck = ck};
+    struct loop_io io = {.o = &o, .run = &run, .save = save_ckpt, .m = m, .tv = tv, .ck = ck};
     double t_start = now_s();
     if (train_loop(&io))
         goto done;
-    if ((st = save(o.out, m, !strcmp(o.out_type, "f16") ? LM_TYPE_F16 : LM_TYPE_F32, tv, ck, NULL))) {
+    if (save(o.out, m, !strcmp(o.out_type, "f16") ? LM_TYPE_F16 : LM_TYPE_F32, tv, ck, NULL)) {
         fprintf(stderr, "error: cannot write %s\n", o.out);
         goto done;
     }
     fprintf(stderr, "wrote %s after %lld steps (%.1f s of training)\n", o.out, o.steps, now_s() - t_start);
     rc = 0;
 done:
-    lm_trainer_free(tr);
+    run_data_free(&run);
     lm_train_model_free(m);
     lm_vocab_free(voc);
     lm_trained_vocab_free(tv);
     lm_gguf_close(ck);
     free(ck_img);
-    free(tokens);
-    free(vtokens);
     docs_free(&train);
     docs_free(&valid);
     return rc;
@@ -599,78 +653,10 @@ int cmd_finetune(int argc, char **argv)
         .eval_windows = 64, .log_every = 10, .lr = 1e-3f, .lr_min = -1.0f, .wd = 0.0f, .clip = 1.0f, .beta1 = 0.9f,
         .beta2 = 0.999f, .rank = 8, .alpha = 16, .targets = "q,k,v,o", .out_type = "f32",
     };
-    /* the options lamina train shares, plus the finetune ones */
-    char **rest = malloc((size_t)(argc + 1) * sizeof(char *));
-    if (!rest)
-        return 1;
-    int n_rest = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            finetune_usage(stdout);
-            free(rest);
-            return 0;
-        }
-        bool mine = !strcmp(a, "-m") || !strcmp(a, "--model") || !strcmp(a, "--lora-out") || !strcmp(a, "-o") ||
-                    !strcmp(a, "--rank") || !strcmp(a, "--alpha") || !strcmp(a, "--lora-targets");
-        bool train_only = !strcmp(a, "--vocab") || !strcmp(a, "--dim") || !strcmp(a, "--layers") ||
-                          !strcmp(a, "--heads") || !strcmp(a, "--kv-heads") || !strcmp(a, "--ff") ||
-                          !strcmp(a, "--out") || !strcmp(a, "--out-type") || !strcmp(a, "--resume") ||
-                          !strcmp(a, "--checkpoint") || !strcmp(a, "--save-every") || !strcmp(a, "--norm-eps") ||
-                          !strcmp(a, "--rope-base");
-        if (train_only) {
-            fprintf(stderr, "error: '%s' is an option of lamina train, not finetune (see --help)\n", a);
-            free(rest);
-            return 2;
-        }
-        if (!mine) {
-            rest[n_rest++] = argv[i];
-            continue;
-        }
-        const char *v = cli_value(argc, argv, &i);
-        long long ll;
-        if (!v) {
-            free(rest);
-            return 2;
-        }
-        if (!strcmp(a, "-m") || !strcmp(a, "--model"))
-            o.model = v;
-        else if (!strcmp(a, "-o") || !strcmp(a, "--lora-out"))
-            o.out = v;
-        else if (!strcmp(a, "--lora-targets"))
-            o.targets = v;
-        else if (!strcmp(a, "--rank") && cli_int(a, v, 1, 4096, &ll))
-            o.rank = ll;
-        else if (!strcmp(a, "--alpha") && cli_int(a, v, 1, 1 << 30, &ll))
-            o.alpha = (float)ll;
-        else if (strcmp(a, "--rank") && strcmp(a, "--alpha"))
-            continue;
-        else {
-            free(rest);
-            return 2;
-        }
-    }
-    const char *out = o.out;
-    o.out = "-"; /* parse() wants an output; the adapter path is ours */
-    rest[n_rest] = NULL;
-    char **args2 = malloc((size_t)(n_rest + 2) * sizeof(char *));
-    int r = 2;
-    if (args2) {
-        memcpy(args2, rest, (size_t)n_rest * sizeof(char *));
-        args2[n_rest] = (char *)"--out";
-        args2[n_rest + 1] = (char *)"-";
-        r = parse(n_rest + 2, args2, &o);
-        free(args2);
-    }
-    free(rest);
+    int r = parse(argc, argv, &o, true);
     if (r)
         return r == 1 ? 0 : 2;
-    o.out = out;
     unsigned targets = 0;
-    if (!o.model || !o.out) {
-        fprintf(stderr, "error: lamina finetune needs -m BASE, --train FILE|DIR and -o ADAPTER\n");
-        return 2;
-    }
     if (!parse_targets(o.targets, &targets))
         return 2;
     if (o.warmup < 0)
@@ -683,11 +669,9 @@ int cmd_finetune(int argc, char **argv)
     struct docs train = {0}, valid = {0};
     struct lm_vocab *voc = NULL;
     struct lm_train_model *m = NULL;
-    struct lm_trainer *tr = NULL;
+    struct run_data run = {0};
     struct lm_gguf *g = NULL;
     void *img = NULL;
-    int32_t *tokens = NULL, *vtokens = NULL;
-    int64_t n_tok = 0, n_vtok = 0;
     size_t size = 0;
     if (!docs_read(&train, o.train) || (o.valid && !docs_read(&valid, o.valid)))
         goto done;
@@ -700,47 +684,17 @@ int cmd_finetune(int argc, char **argv)
     }
     if (o.ctx > m->hp.n_ctx)
         o.ctx = m->hp.n_ctx;
-    if (lm_train_model_add_lora(m, (int)o.rank, o.alpha, targets, (uint64_t)o.seed, err, sizeof err)) {
+    if (lm_train_model_add_lora(m, (int)o.rank, (float)o.alpha, targets, (uint64_t)o.seed, err, sizeof err)) {
         fprintf(stderr, "error: %s\n", err);
         goto done;
     }
-    tokens = tokenize_docs(voc, &train, &n_tok);
-    if (tokens && o.valid)
-        vtokens = tokenize_docs(voc, &valid, &n_vtok);
-    if (!tokens || (o.valid && !vtokens)) {
-        fprintf(stderr, "error: cannot tokenize the text\n");
+    if (start_trainer(&o, voc, &train, &valid, m, &run))
         goto done;
-    }
-    if (n_tok <= o.ctx + 1 || (o.valid && n_vtok < 2)) {
-        fprintf(stderr, "error: the text has %lld tokens: too few for --ctx %lld\n", (long long)n_tok, o.ctx);
-        goto done;
-    }
-    struct lm_trainer_params tp = lm_trainer_default_params();
-    tp.n_threads = (int)o.threads;
-    tp.batch = (int)o.batch;
-    tp.ctx = (int)o.ctx;
-    tp.accum = (int)o.accum;
-    tp.steps = (int)o.steps;
-    tp.warmup = (int)o.warmup;
-    tp.lr = o.lr;
-    tp.lr_min = o.lr_min;
-    tp.beta1 = o.beta1;
-    tp.beta2 = o.beta2;
-    tp.weight_decay = o.wd;
-    tp.clip = o.clip;
-    tp.seed = (uint64_t)o.seed;
-    tp.bos = lm_vocab_bos(voc);
-    tp.checkpoint = o.grad_ckpt;
-    if (lm_trainer_new(m, &tp, &tr, err, sizeof err)) {
-        fprintf(stderr, "error: %s\n", err);
-        goto done;
-    }
     fprintf(stderr, "base: %s, %.2f M weights (frozen); LoRA rank %lld, alpha %g on %s: %.3f M trainable\n"
                     "data: %lld tokens; batch %lld x %lld x %lld tokens, %lld steps\n",
             o.model, (double)m->n_elements / 1e6, o.rank, (double)o.alpha, o.targets,
-            (double)m->n_train_elements / 1e6, (long long)n_tok, o.accum, o.batch, o.ctx, o.steps);
-    struct loop_io io = {.o = &o, .tr = tr, .tp = &tp, .tokens = tokens, .n_tok = n_tok, .vtokens = vtokens,
-                         .n_vtok = n_vtok, .m = m};
+            (double)m->n_train_elements / 1e6, (long long)run.n_tok, o.accum, o.batch, o.ctx, o.steps);
+    struct loop_io io = {.o = &o, .run = &run, .m = m};
     double t_start = now_s();
     if (train_loop(&io))
         goto done;
@@ -751,13 +705,11 @@ int cmd_finetune(int argc, char **argv)
     fprintf(stderr, "wrote %s after %lld steps (%.1f s of training)\n", o.out, o.steps, now_s() - t_start);
     rc = 0;
 done:
-    lm_trainer_free(tr);
+    run_data_free(&run);
     lm_train_model_free(m);
     lm_vocab_free(voc);
     lm_gguf_close(g);
     free(img);
-    free(tokens);
-    free(vtokens);
     docs_free(&train);
     docs_free(&valid);
     return rc;
