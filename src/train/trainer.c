@@ -436,6 +436,21 @@ lm_status lm_train_model_read(const struct lm_gguf *g, struct lm_train_model **o
         hp.rope_base = 10000.0f;
     if (get_u32(g, KEY("rope.dimension_count"), &rot) && hp.n_head > 0 && rot != hp.n_embd / hp.n_head)
         return fail(err, err_size, LM_ERR_UNSUPPORTED, "partial RoPE is not trainable here");
+    /* the file must hold the weights its hyperparameters promise (a tied
+     * output may be missing) before anything is allocated for them: a small
+     * hostile file cannot ask for a huge model */
+    if (lm_train_hparams_check(&hp, err, err_size))
+        return LM_ERR_CORRUPT;
+    const double E = hp.n_embd, V = hp.n_vocab, F = hp.n_ff, L = hp.n_layer;
+    const double Ekv = E / hp.n_head * hp.n_head_kv;
+    const double need = E * V + E + L * (2 * E + 2 * E * E + 2 * E * Ekv + 3 * E * F);
+    double have = 0;
+    for (int64_t i = 0; i < lm_gguf_n_tensors(g); i++) {
+        const struct lm_gguf_tensor_info *ti = lm_gguf_tensor_info(g, i);
+        have += (double)ti->ne[0] * (double)ti->ne[1] * (double)ti->ne[2] * (double)ti->ne[3];
+    }
+    if (have < need)
+        return fail(err, err_size, LM_ERR_CORRUPT, "the file holds fewer weights than its hyperparameters need");
     struct lm_train_model *m = NULL;
     lm_status st = lm_train_model_new(&hp, 0, &m, err, err_size);
     for (int i = 0; i < (m ? m->n_params : 0) && !st; i++) {
