@@ -15,7 +15,7 @@
 #include "ref/ref_internal.h"
 
 /* DIAG_MASK_INF: -inf where i0 > n_past + i1, else a. */
-lm_status ref_op_diag_mask_inf(struct lm_tensor *dst)
+lm_status lm_ref_op_diag_mask_inf(struct lm_tensor *dst)
 {
     const struct lm_tensor *a = dst->src[0];
     const int64_t n_past = lm_get_op_i32(dst, 0);
@@ -23,7 +23,7 @@ lm_status ref_op_diag_mask_inf(struct lm_tensor *dst)
         for (int64_t i2 = 0; i2 < dst->ne[2]; i2++)
             for (int64_t i1 = 0; i1 < dst->ne[1]; i1++)
                 for (int64_t i0 = 0; i0 < dst->ne[0]; i0++)
-                    ref_set(dst, i0, i1, i2, i3, i0 > n_past + i1 ? -INFINITY : ref_get(a, i0, i1, i2, i3));
+                    lm_ref_set(dst, i0, i1, i2, i3, i0 > n_past + i1 ? -INFINITY : lm_ref_get(a, i0, i1, i2, i3));
     return LM_OK;
 }
 
@@ -41,7 +41,7 @@ static double alibi_slope(double max_bias, int64_t n_head, int64_t h)
 }
 
 /* SOFT_MAX: per row softmax(a * scale + slope_h * mask[:, i1]). */
-lm_status ref_op_soft_max(struct lm_tensor *dst)
+lm_status lm_ref_op_soft_max(struct lm_tensor *dst)
 {
     const struct lm_tensor *a = dst->src[0], *mask = dst->src[1];
     const double scale = lm_get_op_f32(dst, 0), max_bias = lm_get_op_f32(dst, 1);
@@ -55,9 +55,9 @@ lm_status ref_op_soft_max(struct lm_tensor *dst)
             for (int64_t i1 = 0; i1 < a->ne[1]; i1++) {
                 double max = -INFINITY, sum = 0.0;
                 for (int64_t i0 = 0; i0 < n; i0++) {
-                    row[i0] = ref_get(a, i0, i1, i2, i3) * scale;
+                    row[i0] = lm_ref_get(a, i0, i1, i2, i3) * scale;
                     if (mask)
-                        row[i0] += slope * ref_get(mask, i0, i1, 0, 0);
+                        row[i0] += slope * lm_ref_get(mask, i0, i1, 0, 0);
                     max = row[i0] > max ? row[i0] : max;
                 }
                 for (int64_t i0 = 0; i0 < n; i0++) {
@@ -65,7 +65,7 @@ lm_status ref_op_soft_max(struct lm_tensor *dst)
                     sum += row[i0];
                 }
                 for (int64_t i0 = 0; i0 < n; i0++)
-                    ref_set(dst, i0, i1, i2, i3, row[i0] / sum);
+                    lm_ref_set(dst, i0, i1, i2, i3, row[i0] / sum);
             }
         }
     free(row);
@@ -94,17 +94,17 @@ static void attn_row(struct lm_tensor *dst, int64_t i, int64_t h, double *qr, do
     const double slope = alibi_slope(lm_get_op_f32(dst, 1), q->ne[2], h);
     const int64_t d = q->ne[0], n_kv = k->ne[1], g = h / (q->ne[2] / k->ne[2]);
     for (int64_t c = 0; c < d; c++)
-        qr[c] = round_to(k->type, ref_get(q, c, i, h, 0));
+        qr[c] = round_to(k->type, lm_ref_get(q, c, i, h, 0));
     double max = -INFINITY, sum = 0.0;
     int64_t n_visible = 0;
     for (int64_t j = 0; j < n_kv; j++) {
-        const double m = mask ? ref_get(mask, j, i, 0, 0) : 0.0;
+        const double m = mask ? lm_ref_get(mask, j, i, 0, 0) : 0.0;
         s[j] = -INFINITY;
         if (m == -INFINITY)
             continue;
         double dot = 0.0;
         for (int64_t c = 0; c < d; c++)
-            dot += ref_get(k, c, j, g, 0) * qr[c];
+            dot += lm_ref_get(k, c, j, g, 0) * qr[c];
         s[j] = dot * scale + slope * m;
         max = s[j] > max ? s[j] : max;
         n_visible++;
@@ -118,13 +118,13 @@ static void attn_row(struct lm_tensor *dst, int64_t i, int64_t h, double *qr, do
     for (int64_t c = 0; c < v->ne[1]; c++) {
         double acc = 0.0;
         for (int64_t j = 0; n_visible > 0 && j < n_kv; j++)
-            acc += ref_get(v, j, c, g, 0) * s[j];
-        ref_set(dst, c, h, i, 0, acc);
+            acc += lm_ref_get(v, j, c, g, 0) * s[j];
+        lm_ref_set(dst, c, h, i, 0, acc);
     }
 }
 
 /* ATTN: softmax(round(q) . k * scale + slope * mask) . v per query and head. */
-lm_status ref_op_attn(struct lm_tensor *dst)
+lm_status lm_ref_op_attn(struct lm_tensor *dst)
 {
     const struct lm_tensor *q = dst->src[0], *k = dst->src[1];
     double *qr = ref_scratch(q->ne[0], sizeof(double)), *s = ref_scratch(k->ne[1], sizeof(double));
@@ -211,7 +211,7 @@ static void rope_row(const struct rope_ctx *rc, double p, double *x)
 
 /* ROPE: rotate the first n_dims of every row by its token's position;
  * ROPE_BACK: the same by minus that angle. */
-lm_status ref_op_rope(struct lm_tensor *dst)
+lm_status lm_ref_op_rope(struct lm_tensor *dst)
 {
     const struct lm_tensor *a = dst->src[0], *pos = dst->src[1];
     struct rope_ctx rc;
@@ -222,13 +222,13 @@ lm_status ref_op_rope(struct lm_tensor *dst)
         return LM_ERR_NOMEM;
     for (int64_t i3 = 0; i3 < a->ne[3]; i3++)
         for (int64_t i2 = 0; i2 < a->ne[2]; i2++) {
-            const double p = ref_get(pos, i2, 0, 0, 0);
+            const double p = lm_ref_get(pos, i2, 0, 0, 0);
             for (int64_t i1 = 0; i1 < a->ne[1]; i1++) {
                 for (int64_t i0 = 0; i0 < n; i0++)
-                    row[i0] = ref_get(a, i0, i1, i2, i3);
+                    row[i0] = lm_ref_get(a, i0, i1, i2, i3);
                 rope_row(&rc, p, row);
                 for (int64_t i0 = 0; i0 < n; i0++)
-                    ref_set(dst, i0, i1, i2, i3, row[i0]);
+                    lm_ref_set(dst, i0, i1, i2, i3, row[i0]);
             }
         }
     free(row);
@@ -261,7 +261,7 @@ static int cmp_keyed(const void *pa, const void *pb)
 }
 
 /* ARGSORT: per row the I32 indices of a stable sort (ASC or DESC). */
-lm_status ref_op_argsort(struct lm_tensor *dst)
+lm_status lm_ref_op_argsort(struct lm_tensor *dst)
 {
     const struct lm_tensor *a = dst->src[0];
     const int desc = lm_get_op_i32(dst, 0) == LM_SORT_DESC;
@@ -273,10 +273,10 @@ lm_status ref_op_argsort(struct lm_tensor *dst)
         for (int64_t i2 = 0; i2 < a->ne[2]; i2++)
             for (int64_t i1 = 0; i1 < a->ne[1]; i1++) {
                 for (int64_t i0 = 0; i0 < n; i0++)
-                    row[i0] = (struct keyed){ref_get(a, i0, i1, i2, i3), i0, desc};
+                    row[i0] = (struct keyed){lm_ref_get(a, i0, i1, i2, i3), i0, desc};
                 qsort(row, (size_t)n, sizeof *row, cmp_keyed);
                 for (int64_t i0 = 0; i0 < n; i0++)
-                    ref_set(dst, i0, i1, i2, i3, (double)row[i0].i);
+                    lm_ref_set(dst, i0, i1, i2, i3, (double)row[i0].i);
             }
     free(row);
     return LM_OK;

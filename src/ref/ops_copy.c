@@ -35,11 +35,11 @@ static lm_status copy_blocks(const struct lm_tensor *src, struct lm_tensor *dst)
     if (!tmp)
         return LM_ERR_NOMEM;
     for (int64_t k = 0; k < n; k++) {
-        ref_unflatten(ns, k, idx);
+        lm_ref_unflatten(ns, k, idx);
         memcpy(tmp + (size_t)k * bs, ref_ptr(src, idx[0], idx[1], idx[2], idx[3]), bs);
     }
     for (int64_t k = 0; k < n; k++) {
-        ref_unflatten(nd, k, idx);
+        lm_ref_unflatten(nd, k, idx);
         memcpy(ref_ptr(dst, idx[0], idx[1], idx[2], idx[3]), tmp + (size_t)k * bs, bs);
     }
     free(tmp);
@@ -55,16 +55,16 @@ static lm_status convert(const struct lm_tensor *src, struct lm_tensor *dst)
     if (!tmp)
         return LM_ERR_NOMEM;
     for (int64_t k = 0; k < n; k++) {
-        ref_unflatten(src->ne, k, idx);
-        tmp[k] = (float)ref_get(src, idx[0], idx[1], idx[2], idx[3]);
+        lm_ref_unflatten(src->ne, k, idx);
+        tmp[k] = (float)lm_ref_get(src, idx[0], idx[1], idx[2], idx[3]);
     }
     lm_status st = LM_OK;
     if (lm_type_blck(dst->type) == 1) {
         for (int64_t k = 0; k < n; k++) {
-            ref_unflatten(dst->ne, k, idx);
-            ref_set(dst, idx[0], idx[1], idx[2], idx[3], tmp[k]);
+            lm_ref_unflatten(dst->ne, k, idx);
+            lm_ref_set(dst, idx[0], idx[1], idx[2], idx[3], tmp[k]);
         }
-    } else if (!ref_type_writable(dst->type)) {
+    } else if (!lm_ref_type_writable(dst->type)) {
         st = LM_ERR_UNSUPPORTED;
     } else {
         const lm_from_float_fn enc = lm_quant_traits(dst->type)->from_float;
@@ -79,7 +79,7 @@ static lm_status convert(const struct lm_tensor *src, struct lm_tensor *dst)
 }
 
 /* CPY and CONT: src[0] into dst in flat order (see the file comment). */
-lm_status ref_op_cpy(struct lm_tensor *dst)
+lm_status lm_ref_op_cpy(struct lm_tensor *dst)
 {
     const struct lm_tensor *src = dst->src[0];
     if (src->type == dst->type)
@@ -88,21 +88,21 @@ lm_status ref_op_cpy(struct lm_tensor *dst)
 }
 
 /* REPEAT: dst[i] = a[i mod a.ne], per dim. */
-lm_status ref_op_repeat(struct lm_tensor *dst)
+lm_status lm_ref_op_repeat(struct lm_tensor *dst)
 {
     const struct lm_tensor *a = dst->src[0];
     for (int64_t i3 = 0; i3 < dst->ne[3]; i3++)
         for (int64_t i2 = 0; i2 < dst->ne[2]; i2++)
             for (int64_t i1 = 0; i1 < dst->ne[1]; i1++)
                 for (int64_t i0 = 0; i0 < dst->ne[0]; i0++)
-                    ref_set(dst, i0, i1, i2, i3,
-                            ref_get(a, i0 % a->ne[0], i1 % a->ne[1], i2 % a->ne[2], i3 % a->ne[3]));
+                    lm_ref_set(dst, i0, i1, i2, i3,
+                            lm_ref_get(a, i0 % a->ne[0], i1 % a->ne[1], i2 % a->ne[2], i3 % a->ne[3]));
     return LM_OK;
 }
 
 /* dst = a followed by b along dim: dst[i] = a[i] if i[dim] < a.ne[dim], else
  * b[i with i[dim] - a.ne[dim]]. */
-lm_status ref_op_concat(struct lm_tensor *dst)
+lm_status lm_ref_op_concat(struct lm_tensor *dst)
 {
     const struct lm_tensor *a = dst->src[0], *b = dst->src[1];
     const int dim = lm_get_op_i32(dst, 0);
@@ -117,7 +117,7 @@ lm_status ref_op_concat(struct lm_tensor *dst)
                         j[dim] -= a->ne[dim];
                         s = b;
                     }
-                    ref_set(dst, i[0], i[1], i[2], i[3], ref_get(s, j[0], j[1], j[2], j[3]));
+                    lm_ref_set(dst, i[0], i[1], i[2], i[3], lm_ref_get(s, j[0], j[1], j[2], j[3]));
                 }
     return LM_OK;
 }

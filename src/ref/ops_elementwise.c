@@ -12,22 +12,22 @@
 #include "ref/ref_internal.h"
 
 /* ADD, MUL, DIV: dst = a op b, b broadcast over a. */
-lm_status ref_op_binary(struct lm_tensor *dst)
+lm_status lm_ref_op_binary(struct lm_tensor *dst)
 {
     const struct lm_tensor *a = dst->src[0], *b = dst->src[1];
     for (int64_t i3 = 0; i3 < dst->ne[3]; i3++)
         for (int64_t i2 = 0; i2 < dst->ne[2]; i2++)
             for (int64_t i1 = 0; i1 < dst->ne[1]; i1++)
                 for (int64_t i0 = 0; i0 < dst->ne[0]; i0++) {
-                    double x = ref_get(a, i0, i1, i2, i3);
-                    double y = ref_get(b, i0 % b->ne[0], i1 % b->ne[1], i2 % b->ne[2], i3 % b->ne[3]);
+                    double x = lm_ref_get(a, i0, i1, i2, i3);
+                    double y = lm_ref_get(b, i0 % b->ne[0], i1 % b->ne[1], i2 % b->ne[2], i3 % b->ne[3]);
                     double r;
                     switch (dst->op) {
                     case LM_OP_ADD: r = x + y; break;
                     case LM_OP_MUL: r = x * y; break;
                     default: r = x / y; break; /* DIV */
                     }
-                    ref_set(dst, i0, i1, i2, i3, r);
+                    lm_ref_set(dst, i0, i1, i2, i3, r);
                 }
     return LM_OK;
 }
@@ -64,19 +64,19 @@ static double element_value(const struct lm_tensor *dst, double x)
 }
 
 /* SCALE, SQR, SQRT, CLAMP, UNARY: dst = f(a) element by element. */
-lm_status ref_op_unary(struct lm_tensor *dst)
+lm_status lm_ref_op_unary(struct lm_tensor *dst)
 {
     const struct lm_tensor *a = dst->src[0];
     for (int64_t i3 = 0; i3 < dst->ne[3]; i3++)
         for (int64_t i2 = 0; i2 < dst->ne[2]; i2++)
             for (int64_t i1 = 0; i1 < dst->ne[1]; i1++)
                 for (int64_t i0 = 0; i0 < dst->ne[0]; i0++)
-                    ref_set(dst, i0, i1, i2, i3, element_value(dst, ref_get(a, i0, i1, i2, i3)));
+                    lm_ref_set(dst, i0, i1, i2, i3, element_value(dst, lm_ref_get(a, i0, i1, i2, i3)));
     return LM_OK;
 }
 
 /* SUM_ROWS: dst[0, i1, i2, i3] = sum of row (i1, i2, i3), in double. */
-lm_status ref_op_sum_rows(struct lm_tensor *dst)
+lm_status lm_ref_op_sum_rows(struct lm_tensor *dst)
 {
     const struct lm_tensor *a = dst->src[0];
     for (int64_t i3 = 0; i3 < a->ne[3]; i3++)
@@ -84,8 +84,8 @@ lm_status ref_op_sum_rows(struct lm_tensor *dst)
             for (int64_t i1 = 0; i1 < a->ne[1]; i1++) {
                 double sum = 0.0;
                 for (int64_t i0 = 0; i0 < a->ne[0]; i0++)
-                    sum += ref_get(a, i0, i1, i2, i3);
-                ref_set(dst, 0, i1, i2, i3, sum);
+                    sum += lm_ref_get(a, i0, i1, i2, i3);
+                lm_ref_set(dst, 0, i1, i2, i3, sum);
             }
     return LM_OK;
 }
@@ -108,7 +108,7 @@ static void norm_row(double *x, int64_t n, bool rms, double eps)
 }
 
 /* NORM and RMS_NORM, row by row through a double scratch row. */
-lm_status ref_op_norm(struct lm_tensor *dst)
+lm_status lm_ref_op_norm(struct lm_tensor *dst)
 {
     const struct lm_tensor *a = dst->src[0];
     const int64_t n = a->ne[0];
@@ -121,10 +121,10 @@ lm_status ref_op_norm(struct lm_tensor *dst)
         for (int64_t i2 = 0; i2 < a->ne[2]; i2++)
             for (int64_t i1 = 0; i1 < a->ne[1]; i1++) {
                 for (int64_t i0 = 0; i0 < n; i0++)
-                    row[i0] = ref_get(a, i0, i1, i2, i3);
+                    row[i0] = lm_ref_get(a, i0, i1, i2, i3);
                 norm_row(row, n, rms, eps);
                 for (int64_t i0 = 0; i0 < n; i0++)
-                    ref_set(dst, i0, i1, i2, i3, row[i0]);
+                    lm_ref_set(dst, i0, i1, i2, i3, row[i0]);
             }
     free(row);
     return LM_OK;

@@ -13,7 +13,7 @@
 #include "ref/ref_internal.h"
 
 /* GET_ROWS_BACK: out[:, r] = sum over n ascending with ids[n] == r of dy[:, n]. */
-lm_status ref_op_get_rows_back(struct lm_tensor *dst)
+lm_status lm_ref_op_get_rows_back(struct lm_tensor *dst)
 {
     const struct lm_tensor *dy = dst->src[0], *ids = dst->src[1];
     const int64_t K = dst->ne[0], R = dst->ne[1], N = dy->ne[1];
@@ -24,20 +24,20 @@ lm_status ref_op_get_rows_back(struct lm_tensor *dst)
         for (int64_t k = 0; k < K; k++)
             acc[k] = 0.0;
         for (int64_t n = 0; n < N; n++) {
-            if ((int64_t)ref_get(ids, n, 0, 0, 0) != r)
+            if ((int64_t)lm_ref_get(ids, n, 0, 0, 0) != r)
                 continue;
             for (int64_t k = 0; k < K; k++)
-                acc[k] += ref_get(dy, k, n, 0, 0);
+                acc[k] += lm_ref_get(dy, k, n, 0, 0);
         }
         for (int64_t k = 0; k < K; k++)
-            ref_set(dst, k, r, 0, 0, acc[k]);
+            lm_ref_set(dst, k, r, 0, 0, acc[k]);
     }
     free(acc);
     return LM_OK;
 }
 
 /* REPEAT_BACK: out[j] = sum of a[i] over i with i_d % out.ne[d] == j_d, in flat order of i. */
-lm_status ref_op_repeat_back(struct lm_tensor *dst)
+lm_status lm_ref_op_repeat_back(struct lm_tensor *dst)
 {
     const struct lm_tensor *a = dst->src[0];
     const int64_t n = lm_nelements(dst);
@@ -53,12 +53,12 @@ lm_status ref_op_repeat_back(struct lm_tensor *dst)
                     const int64_t j = i0 % dst->ne[0] +
                                       dst->ne[0] * (i1 % dst->ne[1] +
                                                     dst->ne[1] * (i2 % dst->ne[2] + dst->ne[2] * (i3 % dst->ne[3])));
-                    acc[j] += ref_get(a, i0, i1, i2, i3);
+                    acc[j] += lm_ref_get(a, i0, i1, i2, i3);
                 }
     int64_t idx[4];
     for (int64_t j = 0; j < n; j++) {
-        ref_unflatten(dst->ne, j, idx);
-        ref_set(dst, idx[0], idx[1], idx[2], idx[3], acc[j]);
+        lm_ref_unflatten(dst->ne, j, idx);
+        lm_ref_set(dst, idx[0], idx[1], idx[2], idx[3], acc[j]);
     }
     free(acc);
     return LM_OK;
@@ -79,12 +79,12 @@ static lm_status pair_rows(struct lm_tensor *dst, pair_row_fn fn)
         for (int64_t i2 = 0; i2 < dst->ne[2]; i2++)
             for (int64_t i1 = 0; i1 < dst->ne[1]; i1++) {
                 for (int64_t i0 = 0; i0 < n; i0++) {
-                    ra[i0] = ref_get(a, i0, i1, i2, i3);
-                    rb[i0] = ref_get(b, i0, i1, i2, i3);
+                    ra[i0] = lm_ref_get(a, i0, i1, i2, i3);
+                    rb[i0] = lm_ref_get(b, i0, i1, i2, i3);
                 }
                 fn(ra, rb, n, out, dst);
                 for (int64_t i0 = 0; i0 < n; i0++)
-                    ref_set(dst, i0, i1, i2, i3, out[i0]);
+                    lm_ref_set(dst, i0, i1, i2, i3, out[i0]);
             }
     free(ra);
     return LM_OK;
@@ -104,7 +104,7 @@ static void rms_norm_back_row(const double *x, const double *dy, int64_t n, doub
         dx[i] = r * dy[i] - x[i] * r * r * r * sxy / (double)n;
 }
 
-lm_status ref_op_rms_norm_back(struct lm_tensor *dst) { return pair_rows(dst, rms_norm_back_row); }
+lm_status lm_ref_op_rms_norm_back(struct lm_tensor *dst) { return pair_rows(dst, rms_norm_back_row); }
 
 /* da = scale y (dy - sum(dy y)). */
 static void soft_max_back_row(const double *dy, const double *y, int64_t n, double *da, const struct lm_tensor *dst)
@@ -117,7 +117,7 @@ static void soft_max_back_row(const double *dy, const double *y, int64_t n, doub
         da[i] = scale * y[i] * (dy[i] - dot);
 }
 
-lm_status ref_op_soft_max_back(struct lm_tensor *dst) { return pair_rows(dst, soft_max_back_row); }
+lm_status lm_ref_op_soft_max_back(struct lm_tensor *dst) { return pair_rows(dst, soft_max_back_row); }
 
 /* f'(x) of unary op u (tensor.h's forms). */
 static double unary_deriv(enum lm_unary_op u, double x)
@@ -149,38 +149,38 @@ static void unary_back_row(const double *x, const double *dy, int64_t n, double 
         dx[i] = dy[i] * unary_deriv(u, x[i]);
 }
 
-lm_status ref_op_unary_back(struct lm_tensor *dst) { return pair_rows(dst, unary_back_row); }
+lm_status lm_ref_op_unary_back(struct lm_tensor *dst) { return pair_rows(dst, unary_back_row); }
 
 /* CROSS_ENTROPY_LOSS: mean over valid rows of logsumexp(x) - x[target];
  * CROSS_ENTROPY_LOSS_BACK: (softmax(x) - onehot(target)) * dloss / n_valid
  * per valid row, zero rows elsewhere. */
-lm_status ref_op_cross_entropy_loss(struct lm_tensor *dst)
+lm_status lm_ref_op_cross_entropy_loss(struct lm_tensor *dst)
 {
     const struct lm_tensor *lg = dst->src[0], *tg = dst->src[1];
     const bool back = dst->op == LM_OP_CROSS_ENTROPY_LOSS_BACK;
     const int64_t V = lg->ne[0], N = lg->ne[1];
     int64_t n_valid = 0;
     for (int64_t n = 0; n < N; n++) {
-        const double t = ref_get(tg, n, 0, 0, 0);
+        const double t = lm_ref_get(tg, n, 0, 0, 0);
         n_valid += t >= 0 && t < (double)V;
     }
-    const double g = back && n_valid ? ref_get(dst->src[2], 0, 0, 0, 0) / (double)n_valid : 0.0;
+    const double g = back && n_valid ? lm_ref_get(dst->src[2], 0, 0, 0, 0) / (double)n_valid : 0.0;
     double *e = ref_scratch(V, sizeof *e);
     if (!e)
         return LM_ERR_NOMEM;
     double total = 0.0;
     for (int64_t n = 0; n < N; n++) {
-        const double tv = ref_get(tg, n, 0, 0, 0);
+        const double tv = lm_ref_get(tg, n, 0, 0, 0);
         const bool valid = tv >= 0 && tv < (double)V;
         if (!valid) {
             for (int64_t i = 0; back && i < V; i++)
-                ref_set(dst, i, n, 0, 0, 0.0);
+                lm_ref_set(dst, i, n, 0, 0, 0.0);
             continue;
         }
         const int64_t t = (int64_t)tv;
         double max = -INFINITY, sum = 0.0;
         for (int64_t i = 0; i < V; i++) {
-            e[i] = ref_get(lg, i, n, 0, 0);
+            e[i] = lm_ref_get(lg, i, n, 0, 0);
             max = e[i] > max ? e[i] : max;
         }
         const double xt = e[t];
@@ -190,13 +190,13 @@ lm_status ref_op_cross_entropy_loss(struct lm_tensor *dst)
         }
         if (back) {
             for (int64_t i = 0; i < V; i++)
-                ref_set(dst, i, n, 0, 0, (e[i] / sum - (i == t ? 1.0 : 0.0)) * g);
+                lm_ref_set(dst, i, n, 0, 0, (e[i] / sum - (i == t ? 1.0 : 0.0)) * g);
         } else {
             total += max + log(sum) - xt;
         }
     }
     if (!back)
-        ref_set(dst, 0, 0, 0, 0, n_valid ? total / (double)n_valid : 0.0);
+        lm_ref_set(dst, 0, 0, 0, 0, n_valid ? total / (double)n_valid : 0.0);
     free(e);
     return LM_OK;
 }

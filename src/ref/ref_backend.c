@@ -98,7 +98,7 @@ lm_buft lm_ref_buft(void) { return &ref_buft; }
 /* The nodes the ref backend computes (docs/ops.md): every well-formed node
  * (core/op_rules.c checks shapes, types and op_params), less what its loops
  * cannot read or write. */
-bool ref_supports(const struct lm_tensor *t)
+bool lm_ref_supports(const struct lm_tensor *t)
 {
     if (!lm_op_check(t, NULL, 0))
         return false;
@@ -107,13 +107,13 @@ bool ref_supports(const struct lm_tensor *t)
     case LM_OP_MUL_MAT:
     case LM_OP_MUL_MAT_ID:
     case LM_OP_GET_ROWS:
-        /* kernel limit: weight rows are converted whole with ref_get_row, so
+        /* kernel limit: weight rows are converted whole with lm_ref_get_row, so
          * they must be readable and packed (nb[0] the element size) */
-        return ref_type_readable(s0->type) && lm_is_contiguous_rows(s0);
+        return lm_ref_type_readable(s0->type) && lm_is_contiguous_rows(s0);
     case LM_OP_CPY:
     case LM_OP_CONT:
         /* kernel limit: a converting copy needs an encoder for the destination */
-        return s0->type == t->type || ref_type_writable(t->type);
+        return s0->type == t->type || lm_ref_type_writable(t->type);
     default:
         return true;
     }
@@ -122,37 +122,37 @@ bool ref_supports(const struct lm_tensor *t)
 typedef lm_status (*op_fn)(struct lm_tensor *dst);
 
 static const op_fn op_table[LM_OP_COUNT] = {
-    [LM_OP_ADD] = ref_op_binary,
-    [LM_OP_MUL] = ref_op_binary,
-    [LM_OP_DIV] = ref_op_binary,
-    [LM_OP_SCALE] = ref_op_unary,
-    [LM_OP_SQR] = ref_op_unary,
-    [LM_OP_SQRT] = ref_op_unary,
-    [LM_OP_CLAMP] = ref_op_unary,
-    [LM_OP_UNARY] = ref_op_unary,
-    [LM_OP_SUM_ROWS] = ref_op_sum_rows,
-    [LM_OP_NORM] = ref_op_norm,
-    [LM_OP_RMS_NORM] = ref_op_norm,
-    [LM_OP_MUL_MAT] = ref_op_mul_mat,
-    [LM_OP_MUL_MAT_ID] = ref_op_mul_mat_id,
-    [LM_OP_GET_ROWS] = ref_op_get_rows,
-    [LM_OP_CPY] = ref_op_cpy,
-    [LM_OP_CONT] = ref_op_cpy,
-    [LM_OP_REPEAT] = ref_op_repeat,
-    [LM_OP_CONCAT] = ref_op_concat,
-    [LM_OP_DIAG_MASK_INF] = ref_op_diag_mask_inf,
-    [LM_OP_SOFT_MAX] = ref_op_soft_max,
-    [LM_OP_ROPE] = ref_op_rope,
-    [LM_OP_ARGSORT] = ref_op_argsort,
-    [LM_OP_ATTN] = ref_op_attn,
-    [LM_OP_GET_ROWS_BACK] = ref_op_get_rows_back,
-    [LM_OP_REPEAT_BACK] = ref_op_repeat_back,
-    [LM_OP_RMS_NORM_BACK] = ref_op_rms_norm_back,
-    [LM_OP_ROPE_BACK] = ref_op_rope,
-    [LM_OP_SOFT_MAX_BACK] = ref_op_soft_max_back,
-    [LM_OP_UNARY_BACK] = ref_op_unary_back,
-    [LM_OP_CROSS_ENTROPY_LOSS] = ref_op_cross_entropy_loss,
-    [LM_OP_CROSS_ENTROPY_LOSS_BACK] = ref_op_cross_entropy_loss,
+    [LM_OP_ADD] = lm_ref_op_binary,
+    [LM_OP_MUL] = lm_ref_op_binary,
+    [LM_OP_DIV] = lm_ref_op_binary,
+    [LM_OP_SCALE] = lm_ref_op_unary,
+    [LM_OP_SQR] = lm_ref_op_unary,
+    [LM_OP_SQRT] = lm_ref_op_unary,
+    [LM_OP_CLAMP] = lm_ref_op_unary,
+    [LM_OP_UNARY] = lm_ref_op_unary,
+    [LM_OP_SUM_ROWS] = lm_ref_op_sum_rows,
+    [LM_OP_NORM] = lm_ref_op_norm,
+    [LM_OP_RMS_NORM] = lm_ref_op_norm,
+    [LM_OP_MUL_MAT] = lm_ref_op_mul_mat,
+    [LM_OP_MUL_MAT_ID] = lm_ref_op_mul_mat_id,
+    [LM_OP_GET_ROWS] = lm_ref_op_get_rows,
+    [LM_OP_CPY] = lm_ref_op_cpy,
+    [LM_OP_CONT] = lm_ref_op_cpy,
+    [LM_OP_REPEAT] = lm_ref_op_repeat,
+    [LM_OP_CONCAT] = lm_ref_op_concat,
+    [LM_OP_DIAG_MASK_INF] = lm_ref_op_diag_mask_inf,
+    [LM_OP_SOFT_MAX] = lm_ref_op_soft_max,
+    [LM_OP_ROPE] = lm_ref_op_rope,
+    [LM_OP_ARGSORT] = lm_ref_op_argsort,
+    [LM_OP_ATTN] = lm_ref_op_attn,
+    [LM_OP_GET_ROWS_BACK] = lm_ref_op_get_rows_back,
+    [LM_OP_REPEAT_BACK] = lm_ref_op_repeat_back,
+    [LM_OP_RMS_NORM_BACK] = lm_ref_op_rms_norm_back,
+    [LM_OP_ROPE_BACK] = lm_ref_op_rope,
+    [LM_OP_SOFT_MAX_BACK] = lm_ref_op_soft_max_back,
+    [LM_OP_UNARY_BACK] = lm_ref_op_unary_back,
+    [LM_OP_CROSS_ENTROPY_LOSS] = lm_ref_op_cross_entropy_loss,
+    [LM_OP_CROSS_ENTROPY_LOSS_BACK] = lm_ref_op_cross_entropy_loss,
 };
 
 /* ---- the backend ---- */
@@ -160,7 +160,7 @@ static const op_fn op_table[LM_OP_COUNT] = {
 static const char *be_name(lm_backend_t be) { return "ref"; }
 static void be_free(lm_backend_t be) { free(be); }
 static lm_buft be_default_buft(lm_backend_t be) { return lm_ref_buft(); }
-static bool be_supports_op(lm_backend_t be, const struct lm_tensor *op) { return ref_supports(op); }
+static bool be_supports_op(lm_backend_t be, const struct lm_tensor *op) { return lm_ref_supports(op); }
 static bool be_supports_buft(lm_backend_t be, lm_buft buft) { return buft == lm_ref_buft(); }
 
 /* True if every source of t that holds elements has data. */
@@ -180,7 +180,7 @@ static lm_status be_graph_compute(lm_backend_t be, struct lm_graph *g)
         struct lm_tensor *t = g->nodes[i];
         if (t->op == LM_OP_NONE || lm_is_view_op(t->op) || lm_nelements(t) == 0)
             continue;
-        if ((unsigned)t->op >= LM_OP_COUNT || !op_table[t->op] || !ref_supports(t)) {
+        if ((unsigned)t->op >= LM_OP_COUNT || !op_table[t->op] || !lm_ref_supports(t)) {
             LM_LOG_ERR("ref: node '%s' (%s) is not supported\n", t->name, lm_op_name(t->op));
             return LM_ERR_UNSUPPORTED;
         }

@@ -8,7 +8,7 @@
  * that aliases its source with the same layout (an in-place allocation) gives
  * the same result. They return LM_OK, LM_ERR_NOMEM when scratch memory cannot
  * be had, or LM_ERR_UNSUPPORTED for a type without a float conversion.
- * The caller (graph_compute) has checked the node with ref_supports().
+ * The caller (graph_compute) has checked the node with lm_ref_supports().
  */
 #ifndef LM_REF_INTERNAL_H
 #define LM_REF_INTERNAL_H
@@ -31,55 +31,55 @@ static inline void *ref_ptr(const struct lm_tensor *t, int64_t i0, int64_t i1, i
 static inline void *ref_scratch(int64_t n, size_t size) { return malloc((size_t)(n > 0 ? n : 1) * size); }
 
 /* Value of element (i0..i3) of a non-quantized tensor (F32, F16, BF16, I32, I16, I8). */
-double ref_get(const struct lm_tensor *t, int64_t i0, int64_t i1, int64_t i2, int64_t i3);
+double lm_ref_get(const struct lm_tensor *t, int64_t i0, int64_t i1, int64_t i2, int64_t i3);
 /* Store v (rounded to t's type; F32, F16, BF16, I32) at element (i0..i3). */
-void ref_set(struct lm_tensor *t, int64_t i0, int64_t i1, int64_t i2, int64_t i3, double v);
+void lm_ref_set(struct lm_tensor *t, int64_t i0, int64_t i1, int64_t i2, int64_t i3, double v);
 
-/* True if rows of type `type` can be read as floats (ref_get_row works). */
-bool ref_type_readable(enum lm_type type);
+/* True if rows of type `type` can be read as floats (lm_ref_get_row works). */
+bool lm_ref_type_readable(enum lm_type type);
 /* True if F32 rows can be written as type `type` (quantizers included). */
-bool ref_type_writable(enum lm_type type);
+bool lm_ref_type_writable(enum lm_type type);
 /* Row (i1, i2, i3) of t as t->ne[0] floats in out: element by element for
  * F32/F16/BF16, with the type's to_float for quantized rows (which must be
  * contiguous). LM_ERR_UNSUPPORTED for a type without a conversion. */
-lm_status ref_get_row(const struct lm_tensor *t, int64_t i1, int64_t i2, int64_t i3, float *out);
+lm_status lm_ref_get_row(const struct lm_tensor *t, int64_t i1, int64_t i2, int64_t i3, float *out);
 
 /* Split a flat index (row-major over ne[], ne[0] fastest) into four indices. */
-void ref_unflatten(const int64_t ne[4], int64_t flat, int64_t idx[4]);
+void lm_ref_unflatten(const int64_t ne[4], int64_t flat, int64_t idx[4]);
 
 /* True if the ref backend computes node t: a well-formed node (the core's op
  * rules) whose types it can convert. */
-bool ref_supports(const struct lm_tensor *t);
+bool lm_ref_supports(const struct lm_tensor *t);
 
 /* ops_elementwise.c */
-lm_status ref_op_binary(struct lm_tensor *dst);   /* ADD, MUL, DIV */
-lm_status ref_op_unary(struct lm_tensor *dst);    /* SCALE, SQR, SQRT, CLAMP, UNARY */
-lm_status ref_op_sum_rows(struct lm_tensor *dst);
-lm_status ref_op_norm(struct lm_tensor *dst);     /* NORM, RMS_NORM */
+lm_status lm_ref_op_binary(struct lm_tensor *dst);   /* ADD, MUL, DIV */
+lm_status lm_ref_op_unary(struct lm_tensor *dst);    /* SCALE, SQR, SQRT, CLAMP, UNARY */
+lm_status lm_ref_op_sum_rows(struct lm_tensor *dst);
+lm_status lm_ref_op_norm(struct lm_tensor *dst);     /* NORM, RMS_NORM */
 
 /* ops_matmul.c */
-lm_status ref_op_mul_mat(struct lm_tensor *dst);
-lm_status ref_op_mul_mat_id(struct lm_tensor *dst);
-lm_status ref_op_get_rows(struct lm_tensor *dst);
+lm_status lm_ref_op_mul_mat(struct lm_tensor *dst);
+lm_status lm_ref_op_mul_mat_id(struct lm_tensor *dst);
+lm_status lm_ref_op_get_rows(struct lm_tensor *dst);
 
 /* ops_copy.c */
-lm_status ref_op_cpy(struct lm_tensor *dst);      /* CPY (into dst == a view of src[1]) and CONT */
-lm_status ref_op_repeat(struct lm_tensor *dst);
-lm_status ref_op_concat(struct lm_tensor *dst);
+lm_status lm_ref_op_cpy(struct lm_tensor *dst);      /* CPY (into dst == a view of src[1]) and CONT */
+lm_status lm_ref_op_repeat(struct lm_tensor *dst);
+lm_status lm_ref_op_concat(struct lm_tensor *dst);
 
 /* ops_attention.c */
-lm_status ref_op_diag_mask_inf(struct lm_tensor *dst);
-lm_status ref_op_soft_max(struct lm_tensor *dst);
-lm_status ref_op_attn(struct lm_tensor *dst);     /* fused attention (tensor.h's lm_attn) */
-lm_status ref_op_rope(struct lm_tensor *dst);     /* ROPE, ROPE_BACK */
-lm_status ref_op_argsort(struct lm_tensor *dst);
+lm_status lm_ref_op_diag_mask_inf(struct lm_tensor *dst);
+lm_status lm_ref_op_soft_max(struct lm_tensor *dst);
+lm_status lm_ref_op_attn(struct lm_tensor *dst);     /* fused attention (tensor.h's lm_attn) */
+lm_status lm_ref_op_rope(struct lm_tensor *dst);     /* ROPE, ROPE_BACK */
+lm_status lm_ref_op_argsort(struct lm_tensor *dst);
 
 /* ops_train.c (training ops) */
-lm_status ref_op_get_rows_back(struct lm_tensor *dst);
-lm_status ref_op_repeat_back(struct lm_tensor *dst);
-lm_status ref_op_rms_norm_back(struct lm_tensor *dst);
-lm_status ref_op_soft_max_back(struct lm_tensor *dst);
-lm_status ref_op_unary_back(struct lm_tensor *dst);
-lm_status ref_op_cross_entropy_loss(struct lm_tensor *dst); /* and CROSS_ENTROPY_LOSS_BACK */
+lm_status lm_ref_op_get_rows_back(struct lm_tensor *dst);
+lm_status lm_ref_op_repeat_back(struct lm_tensor *dst);
+lm_status lm_ref_op_rms_norm_back(struct lm_tensor *dst);
+lm_status lm_ref_op_soft_max_back(struct lm_tensor *dst);
+lm_status lm_ref_op_unary_back(struct lm_tensor *dst);
+lm_status lm_ref_op_cross_entropy_loss(struct lm_tensor *dst); /* and CROSS_ENTROPY_LOSS_BACK */
 
 #endif

@@ -106,8 +106,8 @@ int main(void)
         w2[i] = frand();
         w2h[i] = 0;
     }
-    extern void fp32_to_fp16_row_generic(const float *x, void *y, int64_t n);
-    fp32_to_fp16_row_generic(w2, w2h, M * M);
+    extern void lm_fp32_to_fp16_row_generic(const float *x, void *y, int64_t n);
+    lm_fp32_to_fp16_row_generic(w2, w2h, M * M);
     for (int i = 0; i < M; i++)
         b[i] = frand();
     for (int i = 0; i < M * K; i++)

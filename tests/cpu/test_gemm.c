@@ -311,7 +311,7 @@ static void test_kernels_k(enum lm_type type)
 static bool pair_encoder(lm_from_float_fn enc)
 {
 #if defined(__x86_64__) || defined(_M_X64)
-    return enc == fp32_to_bf16_pairs_row_avx512;
+    return enc == lm_fp32_to_bf16_pairs_row_avx512;
 #else
     (void)enc;
     return false;
@@ -510,13 +510,13 @@ static void craft_q8_0_acts(uint8_t *act, size_t by, int16_t *sums, int nc, int6
 static bool is_vnni_gemm(enum lm_type type, lm_gemm_fn f)
 {
     switch (type) {
-    case LM_TYPE_Q4_0: return f == gemm_q4_0x8_q8_0_avx512;
-    case LM_TYPE_Q8_0: return f == gemm_q8_0x8_q8_0_avx512;
-    case LM_TYPE_Q2_K: return f == gemm_q2_Kx8_q8_K_avx512;
-    case LM_TYPE_Q3_K: return f == gemm_q3_Kx8_q8_K_avx512;
-    case LM_TYPE_Q4_K: return f == gemm_q4_Kx8_q8_K_avx512;
-    case LM_TYPE_Q5_K: return f == gemm_q5_Kx8_q8_K_avx512;
-    case LM_TYPE_Q6_K: return f == gemm_q6_Kx8_q8_K_avx512;
+    case LM_TYPE_Q4_0: return f == lm_gemm_q4_0x8_q8_0_avx512;
+    case LM_TYPE_Q8_0: return f == lm_gemm_q8_0x8_q8_0_avx512;
+    case LM_TYPE_Q2_K: return f == lm_gemm_q2_Kx8_q8_K_avx512;
+    case LM_TYPE_Q3_K: return f == lm_gemm_q3_Kx8_q8_K_avx512;
+    case LM_TYPE_Q4_K: return f == lm_gemm_q4_Kx8_q8_K_avx512;
+    case LM_TYPE_Q5_K: return f == lm_gemm_q5_Kx8_q8_K_avx512;
+    case LM_TYPE_Q6_K: return f == lm_gemm_q6_Kx8_q8_K_avx512;
     default: return false;
     }
 }

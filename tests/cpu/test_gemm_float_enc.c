@@ -105,9 +105,9 @@ static void bf16_case(lm_gemm_fn fn, bool dp, int64_t K, int nc, int mode, doubl
     for (int c = 0; c < nc; c++) {
         for (int64_t i = 0; i < K; i++)
             xf[i] = mode == 1 ? (float)(int)(frand() * 5.0f) : frand();
-        fp32_round_bf16_row_generic(xf, act + (size_t)c * by, K);
+        lm_fp32_round_bf16_row_generic(xf, act + (size_t)c * by, K);
         if (dp)
-            fp32_to_bf16_pairs_row_avx512(xf, pairs + (size_t)c * byp, K);
+            lm_fp32_to_bf16_pairs_row_avx512(xf, pairs + (size_t)c * byp, K);
         const float *a = (const float *)(act + (size_t)c * by);
         for (int r = 0; r < LM_REPACK_ROWS; r++)
             for (int64_t i = 0; i < K; i++)
@@ -119,7 +119,7 @@ static void bf16_case(lm_gemm_fn fn, bool dp, int64_t K, int nc, int mode, doubl
         fn(K, out, LDC, packed, pairs, byp, NULL, nc);
     else
         fn(K, out, LDC, packed, act, by, NULL, nc);
-    gemm_bf16x8_f32_generic(K, ref, LDC, packed, act, by, NULL, nc);
+    lm_gemm_bf16x8_f32_generic(K, ref, LDC, packed, act, by, NULL, nc);
     bool ok = true;
     for (int c = 0; c < nc && ok; c++) {
         for (int r = 0; r < LDC && ok; r++) {
@@ -150,7 +150,7 @@ static void bf16_case(lm_gemm_fn fn, bool dp, int64_t K, int nc, int mode, doubl
     free(pairs);
 }
 
-/* fp32_to_bf16_pairs_row_avx512: word 16b + 2t (+1) is lm_fp32_to_bf16 of
+/* lm_fp32_to_bf16_pairs_row_avx512: word 16b + 2t (+1) is lm_fp32_to_bf16 of
  * element 16b + t (+8) for special values (ties, NaNs, infinities,
  * denormals) and random bit patterns, at two offsets; nothing past n. */
 static void test_bf16_pairs(void)
@@ -170,7 +170,7 @@ static void test_bf16_pairs(void)
             memset(want, 0x5a, sizeof want);
             for (int i = 0; i < n; i++)
                 want[lm_bf16_pair_word(i)] = lm_fp32_to_bf16(x[off + i]);
-            fp32_to_bf16_pairs_row_avx512(x + off, got, n);
+            lm_fp32_to_bf16_pairs_row_avx512(x + off, got, n);
             CHECKF(!memcmp(got, want, sizeof got), "bf16 pair encoder, n %d offset %d: wrong words", n, off);
         }
     }
@@ -205,7 +205,7 @@ static void test_f16_kernel(void)
         memset(out, 0, sizeof out);
         memset(ref, 0, sizeof ref);
         tk->gemm_x8(K, out, LDC, packed, act, sizeof(float) * K, NULL, nc);
-        gemm_f16x8_f16_generic(K, ref, LDC, packed, act16, sizeof(lm_fp16) * K, NULL, nc);
+        lm_gemm_f16x8_f16_generic(K, ref, LDC, packed, act16, sizeof(lm_fp16) * K, NULL, nc);
         CHECKF(!memcmp(out, ref, sizeof out), "f16 avx512 gemm, nc %d: not the generic bits", nc);
     }
     printf("f16 avx512: 16 direct gemm cases bit-identical to generic\n");
@@ -225,8 +225,8 @@ static void test_bf16_gemv(int dp)
 {
     enum { K = LM_REPACK_BFK * 3 };
     const size_t group = lm_row_size(LM_TYPE_BF16, K) * LM_REPACK_ROWS;
-    const lm_gemm_fn gemm = dp ? gemm_bf16x8_f32_avx512bf16 : gemm_bf16x8_f32_avx512;
-    const lm_gemv_fn gemv = dp ? gemv_bf16x8_f32_avx512bf16 : gemv_bf16x8_f32_avx512;
+    const lm_gemm_fn gemm = dp ? lm_gemm_bf16x8_f32_avx512bf16 : lm_gemm_bf16x8_f32_avx512;
+    const lm_gemv_fn gemv = dp ? lm_gemv_bf16x8_f32_avx512bf16 : lm_gemv_bf16x8_f32_avx512;
     float *wf = malloc(sizeof(float) * K * LM_REPACK_ROWS * 13), xf[K], act[K];
     char *plain = malloc(group * 13), *packed = malloc(group * 13);
     lm_bf16 pairs[K];
@@ -235,8 +235,8 @@ static void test_bf16_gemv(int dp)
         wf[i] = frand();
     for (int i = 0; i < K; i++)
         xf[i] = frand();
-    fp32_round_bf16_row_generic(xf, act, K);
-    fp32_to_bf16_pairs_row_avx512(xf, pairs, K);
+    lm_fp32_round_bf16_row_generic(xf, act, K);
+    lm_fp32_to_bf16_pairs_row_avx512(xf, pairs, K);
     const void *y = dp ? (const void *)pairs : (const void *)act;
     lm_quantize_chunk(LM_TYPE_BF16, wf, plain, 0, LM_REPACK_ROWS * 13, K, NULL);
     lm_repack_rows(LM_TYPE_BF16, plain, packed, LM_REPACK_ROWS * 13, K);
@@ -272,7 +272,7 @@ static void test_bf16_kernels(void)
             printf("bf16 avx512bf16 kernel: no AVX512_BF16 here, skipped\n");
             continue;
         }
-        lm_gemm_fn fn = dp ? gemm_bf16x8_f32_avx512bf16 : gemm_bf16x8_f32_avx512;
+        lm_gemm_fn fn = dp ? lm_gemm_bf16x8_f32_avx512bf16 : lm_gemm_bf16x8_f32_avx512;
         double worst = 0;
         int cases = 0;
         for (int nc = 1; nc <= LM_GEMM_MAX_NC; nc++) {

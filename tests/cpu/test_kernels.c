@@ -374,7 +374,7 @@ static void test_generic_f16(void)
         bad += lm_f32_bits(f[i]) != lm_f32_bits(lm_fp16_to_fp32(h[i]));
     CHECKF(bad == 0, "generic fp16->fp32: %d halves differ from core/fp16.h", bad);
     float one = 0.0f;
-    vec_dot_f16_generic(1, &one, &h[0x3c00], &h[0xc000]); /* 1 * -2 */
+    lm_vec_dot_f16_generic(1, &one, &h[0x3c00], &h[0xc000]); /* 1 * -2 */
     CHECK(one == -2.0f);
 }
 

@@ -591,10 +591,10 @@ static void isa_iq2_avx512_named(const struct lm_cpu_kernels *g, struct uc_rng *
         return;
     static struct lm_cpu_kernels k;
     k = *k512;
-    k.type[LM_TYPE_IQ2_XXS].vec_dot = vec_dot_iq2_xxs_q8_K_avx512;
-    k.type[LM_TYPE_IQ2_XXS].vec_dot_cols = vec_dot_cols_iq2_xxs_q8_K_avx512;
-    k.type[LM_TYPE_IQ2_XS].vec_dot = vec_dot_iq2_xs_q8_K_avx512;
-    k.type[LM_TYPE_IQ2_XS].vec_dot_cols = vec_dot_cols_iq2_xs_q8_K_avx512;
+    k.type[LM_TYPE_IQ2_XXS].vec_dot = lm_vec_dot_iq2_xxs_q8_K_avx512;
+    k.type[LM_TYPE_IQ2_XXS].vec_dot_cols = lm_vec_dot_cols_iq2_xxs_q8_K_avx512;
+    k.type[LM_TYPE_IQ2_XS].vec_dot = lm_vec_dot_iq2_xs_q8_K_avx512;
+    k.type[LM_TYPE_IQ2_XS].vec_dot_cols = lm_vec_dot_cols_iq2_xs_q8_K_avx512;
     for (enum lm_type t = LM_TYPE_IQ2_XXS; t <= LM_TYPE_IQ2_XS; t++) {
         isa_dots(&k, g, t, r);
         isa_iq2_full_range(&k, g, t, r);

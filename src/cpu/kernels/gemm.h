@@ -5,38 +5,38 @@
 
 #include "cpu/kernels/kernels.h"
 
-void gemm_q4_0x8_q8_0_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_q4_0x8_q8_0_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                            const int16_t *ysum, int nc);
-void gemm_q8_0x8_q8_0_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_q8_0x8_q8_0_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                            const int16_t *ysum, int nc);
 /* gemv_x8 (one column, 4 / 8 groups streamed at once): gemm_x8 above with nc == 1, bit for bit. */
-void gemv_q4_0x8_q8_0_avx2(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+void lm_gemv_q4_0x8_q8_0_avx2(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
                            const int16_t *ysum);
-void gemv_q8_0x8_q8_0_avx2(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+void lm_gemv_q8_0x8_q8_0_avx2(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
                            const int16_t *ysum);
 
 /* K-quant groups (q2_Kx8 .. q6_Kx8) x Q8_K activations: generic
  * (kernels/generic/gemm_kquant_generic.c, bit-identical to the generic
  * vec_dot) and AVX2 (kernels/x86-avx2/gemm_kquant_avx2.c). */
-void gemm_q2_Kx8_q8_K_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_q2_Kx8_q8_K_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                                const int16_t *ysum, int nc);
-void gemm_q3_Kx8_q8_K_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_q3_Kx8_q8_K_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                                const int16_t *ysum, int nc);
-void gemm_q4_Kx8_q8_K_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_q4_Kx8_q8_K_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                                const int16_t *ysum, int nc);
-void gemm_q5_Kx8_q8_K_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_q5_Kx8_q8_K_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                                const int16_t *ysum, int nc);
-void gemm_q6_Kx8_q8_K_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_q6_Kx8_q8_K_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                                const int16_t *ysum, int nc);
-void gemm_q2_Kx8_q8_K_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_q2_Kx8_q8_K_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                            const int16_t *ysum, int nc);
-void gemm_q3_Kx8_q8_K_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_q3_Kx8_q8_K_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                            const int16_t *ysum, int nc);
-void gemm_q4_Kx8_q8_K_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_q4_Kx8_q8_K_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                            const int16_t *ysum, int nc);
-void gemm_q5_Kx8_q8_K_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_q5_Kx8_q8_K_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                            const int16_t *ysum, int nc);
-void gemm_q6_Kx8_q8_K_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_q6_Kx8_q8_K_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                            const int16_t *ysum, int nc);
 
 /* Float groups (f16x8, bf16x8, f32x8); ysum is unused. Activation rows: F16
@@ -45,24 +45,24 @@ void gemm_q6_Kx8_q8_K_avx2(int64_t k, float *s, size_t ldc, const void *x, const
  * encoders below (gemm_vt F32); F32 rows for F32 weights. Generic
  * (kernels/generic/gemm_float_generic.c): bit-identical to the generic
  * vec_dot; AVX2 (kernels/x86-avx2/gemm_float_avx2.c): FMA, 8 lanes. */
-void gemm_f16x8_f16_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_f16x8_f16_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                             const int16_t *ysum, int nc);
-void gemm_bf16x8_f32_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_bf16x8_f32_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                              const int16_t *ysum, int nc);
-void gemm_f32x8_f32_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_f32x8_f32_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                             const int16_t *ysum, int nc);
-void gemm_f16x8_f16_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_f16x8_f16_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                          const int16_t *ysum, int nc);
-void gemm_bf16x8_f32_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_bf16x8_f32_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                           const int16_t *ysum, int nc);
-void gemm_f32x8_f32_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_f32x8_f32_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                          const int16_t *ysum, int nc);
 /* The BF16 weights' activation encoder (gemm_from_float): n floats (any
  * n >= 0) to n floats, each rounded to nearest even through BF16 (NaN made
  * quiet, as lm_fp32_to_bf16) and widened back. Both versions give the same
  * bits for every input. */
-void fp32_round_bf16_row_generic(const float *x, void *y, int64_t n);
-void fp32_round_bf16_row_avx2(const float *x, void *y, int64_t n);
+void lm_fp32_round_bf16_row_generic(const float *x, void *y, int64_t n);
+void lm_fp32_round_bf16_row_avx2(const float *x, void *y, int64_t n);
 
 /* Fill the gemm_x8 slots of an AVX2-level table (kernels/x86-avx2/gemm_avx2.c). */
 void lm_cpu_gemm_init_avx2(struct lm_cpu_kernels *k);
@@ -75,34 +75,34 @@ void lm_cpu_gemm_init_avx2(struct lm_cpu_kernels *k);
  * in pairs. Bit-identical to the AVX2 kernels (same integer sums, same float
  * expression and order). Q4_0 and Q8_0 read ysum (the table sets gemm_sums
  * for both); the K-quants ignore it. */
-void gemm_q4_0x8_q8_0_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_q4_0x8_q8_0_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                              const int16_t *ysum, int nc);
-void gemm_q8_0x8_q8_0_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_q8_0x8_q8_0_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                              const int16_t *ysum, int nc);
 /* gemv_x8 (one column, 8 groups (Q4_0/Q8_0) or 4 (K-quants) streamed at once): gemm_x8 with nc == 1, bit for bit. */
-void gemv_q4_0x8_q8_0_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+void lm_gemv_q4_0x8_q8_0_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
                              const int16_t *ysum);
-void gemv_q8_0x8_q8_0_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+void lm_gemv_q8_0x8_q8_0_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
                              const int16_t *ysum);
-void gemv_q2_Kx8_q8_K_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+void lm_gemv_q2_Kx8_q8_K_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
                              const int16_t *ysum);
-void gemv_q3_Kx8_q8_K_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+void lm_gemv_q3_Kx8_q8_K_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
                              const int16_t *ysum);
-void gemv_q4_Kx8_q8_K_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+void lm_gemv_q4_Kx8_q8_K_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
                              const int16_t *ysum);
-void gemv_q5_Kx8_q8_K_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+void lm_gemv_q5_Kx8_q8_K_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
                              const int16_t *ysum);
-void gemv_q6_Kx8_q8_K_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+void lm_gemv_q6_Kx8_q8_K_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
                              const int16_t *ysum);
-void gemm_q2_Kx8_q8_K_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_q2_Kx8_q8_K_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                              const int16_t *ysum, int nc);
-void gemm_q3_Kx8_q8_K_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_q3_Kx8_q8_K_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                              const int16_t *ysum, int nc);
-void gemm_q4_Kx8_q8_K_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_q4_Kx8_q8_K_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                              const int16_t *ysum, int nc);
-void gemm_q5_Kx8_q8_K_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_q5_Kx8_q8_K_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                              const int16_t *ysum, int nc);
-void gemm_q6_Kx8_q8_K_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_q6_Kx8_q8_K_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                              const int16_t *ysum, int nc);
 
 /* Fill the integer GEMM slots of an AVX-512-level table. */
@@ -110,37 +110,37 @@ void lm_cpu_gemm_init_avx512_int8(struct lm_cpu_kernels *k);
 
 /* Float layouts (gemm_float_avx512.c): tiles of 4 row pairs x 1..6 columns.
  * All read F32 activation rows (gemm_vt F32): for F16 weights rounded
- * through F16 by fp32_round_fp16_row_avx512 (the values of the F16 rows of
+ * through F16 by lm_fp32_round_fp16_row_avx512 (the values of the F16 rows of
  * the other levels), for BF16 weights rounded through BF16 (the AVX2
  * encoder). The F16 and BF16 (shift/FMA) kernels give the generic kernels'
- * bits; F32 differs by FMA only. gemm_bf16x8_f32_avx512bf16 (vdpbf16ps:
+ * bits; F32 differs by FMA only. lm_gemm_bf16x8_f32_avx512bf16 (vdpbf16ps:
  * call only when lm_cpu_features()->avx512bf16; it rounds to nearest even
  * and flushes denormal inputs and outputs whatever MXCSR says) reads pair
- * rows instead (fp32_to_bf16_pairs_row_avx512, gemm_vt BF16); the table
- * takes it on AMD CPUs (faster on Zen 4), gemm_bf16x8_f32_avx512 elsewhere
+ * rows instead (lm_fp32_to_bf16_pairs_row_avx512, gemm_vt BF16); the table
+ * takes it on AMD CPUs (faster on Zen 4), lm_gemm_bf16x8_f32_avx512 elsewhere
  * (Sapphire Rapids: vdpbf16ps is slow). Both are tested by name. */
 /* gemv_x8 of the float layouts (up to 4 groups streamed at once): gemm_x8 with nc == 1, bit for bit. */
-void gemv_f16x8_f32_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+void lm_gemv_f16x8_f32_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
                            const int16_t *ysum);
-void gemv_bf16x8_f32_avx512bf16(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x,
+void lm_gemv_bf16x8_f32_avx512bf16(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x,
                                 const void *y, const int16_t *ysum);
-void gemv_bf16x8_f32_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+void lm_gemv_bf16x8_f32_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
                             const int16_t *ysum);
-void gemv_f32x8_f32_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+void lm_gemv_f32x8_f32_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
                            const int16_t *ysum);
-void gemm_f16x8_f32_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_f16x8_f32_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                            const int16_t *ysum, int nc);
-void gemm_bf16x8_f32_avx512bf16(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_bf16x8_f32_avx512bf16(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                                 const int16_t *ysum, int nc);
-void gemm_bf16x8_f32_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_bf16x8_f32_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                             const int16_t *ysum, int nc);
-void gemm_f32x8_f32_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_f32x8_f32_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                            const int16_t *ysum, int nc);
 /* The activation encoder of the dpbf16 kernel and of the AMX BF16 panel:
  * n floats (n a multiple of 16) to n BF16 words, each lm_fp32_to_bf16(x), in
  * the pair order of the bf16x8 chunks: within each 16 elements, words 2t and
  * 2t + 1 are elements t and 8 + t (t = 0..7). */
-void fp32_to_bf16_pairs_row_avx512(const float *x, void *y, int64_t n);
+void lm_fp32_to_bf16_pairs_row_avx512(const float *x, void *y, int64_t n);
 /* The word of a pair row that holds element i. */
 static inline int64_t lm_bf16_pair_word(int64_t i)
 {
@@ -150,7 +150,7 @@ static inline int64_t lm_bf16_pair_word(int64_t i)
 /* The F16 weights' activation encoder (gemm_from_float): n floats (any
  * n >= 0) to n floats, each lm_fp16_to_fp32(lm_fp32_to_fp16(x)) (RNE, NaN
  * made quiet): the same bits for every input. */
-void fp32_round_fp16_row_avx512(const float *x, void *y, int64_t n);
+void lm_fp32_round_fp16_row_avx512(const float *x, void *y, int64_t n);
 
 /* Fill the float GEMM slots of an AVX-512-level table. */
 void lm_cpu_gemm_init_avx512_float(struct lm_cpu_kernels *k);

@@ -28,8 +28,8 @@ static void fill_generic(struct lm_cpu_kernels *k)
 {
     memset(k, 0, sizeof *k);
     k->isa = LM_ISA_GENERIC;
-    k->exp_sum = exp_sum_generic;
-    k->gelu = gelu_generic;
+    k->exp_sum = lm_exp_sum_generic;
+    k->gelu = lm_gelu_generic;
     for (int t = 0; t < LM_TYPE_COUNT; t++) {
         const struct lm_quant_traits *q = lm_quant_traits((enum lm_type)t);
         k->type[t].vec_dot_type = LM_TYPE_F32;
@@ -37,64 +37,64 @@ static void fill_generic(struct lm_cpu_kernels *k)
         k->type[t].to_float = q->to_float;
     }
     struct lm_cpu_type_kernels *ty = k->type;
-    ty[LM_TYPE_F32] = (struct lm_cpu_type_kernels){.vec_dot_type = LM_TYPE_F32, .vec_dot = vec_dot_f32_generic,
-                                                    .from_float = f32_from_float_row_generic,
-                                                    .to_float = f32_copy_row_generic};
-    ty[LM_TYPE_F16] = (struct lm_cpu_type_kernels){.vec_dot_type = LM_TYPE_F16, .vec_dot = vec_dot_f16_generic,
-                                                    .from_float = fp32_to_fp16_row_generic,
-                                                    .to_float = fp16_to_fp32_row_generic};
-    ty[LM_TYPE_BF16] = (struct lm_cpu_type_kernels){.vec_dot_type = LM_TYPE_BF16, .vec_dot = vec_dot_bf16_generic,
-                                                     .from_float = fp32_to_bf16_row_generic,
-                                                     .to_float = bf16_to_fp32_row_generic};
+    ty[LM_TYPE_F32] = (struct lm_cpu_type_kernels){.vec_dot_type = LM_TYPE_F32, .vec_dot = lm_vec_dot_f32_generic,
+                                                    .from_float = lm_f32_from_float_row_generic,
+                                                    .to_float = lm_f32_copy_row_generic};
+    ty[LM_TYPE_F16] = (struct lm_cpu_type_kernels){.vec_dot_type = LM_TYPE_F16, .vec_dot = lm_vec_dot_f16_generic,
+                                                    .from_float = lm_fp32_to_fp16_row_generic,
+                                                    .to_float = lm_fp16_to_fp32_row_generic};
+    ty[LM_TYPE_BF16] = (struct lm_cpu_type_kernels){.vec_dot_type = LM_TYPE_BF16, .vec_dot = lm_vec_dot_bf16_generic,
+                                                     .from_float = lm_fp32_to_bf16_row_generic,
+                                                     .to_float = lm_bf16_to_fp32_row_generic};
 
     ty[LM_TYPE_Q4_0].vec_dot_type = LM_TYPE_Q8_0;
-    ty[LM_TYPE_Q4_0].vec_dot = vec_dot_q4_0_q8_0_generic;
+    ty[LM_TYPE_Q4_0].vec_dot = lm_vec_dot_q4_0_q8_0_generic;
     ty[LM_TYPE_Q5_0].vec_dot_type = LM_TYPE_Q8_0;
-    ty[LM_TYPE_Q5_0].vec_dot = vec_dot_q5_0_q8_0_generic;
+    ty[LM_TYPE_Q5_0].vec_dot = lm_vec_dot_q5_0_q8_0_generic;
     ty[LM_TYPE_Q8_0].vec_dot_type = LM_TYPE_Q8_0;
-    ty[LM_TYPE_Q8_0].vec_dot = vec_dot_q8_0_q8_0_generic;
-    ty[LM_TYPE_Q4_0].gemm_x8 = gemm_q4_0x8_q8_0_generic;
+    ty[LM_TYPE_Q8_0].vec_dot = lm_vec_dot_q8_0_q8_0_generic;
+    ty[LM_TYPE_Q4_0].gemm_x8 = lm_gemm_q4_0x8_q8_0_generic;
     ty[LM_TYPE_Q4_0].gemm_vt = LM_TYPE_Q8_0;
     ty[LM_TYPE_Q4_0].gemm_sums = true;
-    ty[LM_TYPE_Q8_0].gemm_x8 = gemm_q8_0x8_q8_0_generic;
+    ty[LM_TYPE_Q8_0].gemm_x8 = lm_gemm_q8_0x8_q8_0_generic;
     ty[LM_TYPE_Q8_0].gemm_vt = LM_TYPE_Q8_0;
-    ty[LM_TYPE_F16].gemm_x8 = gemm_f16x8_f16_generic;
+    ty[LM_TYPE_F16].gemm_x8 = lm_gemm_f16x8_f16_generic;
     ty[LM_TYPE_F16].gemm_vt = LM_TYPE_F16;
-    ty[LM_TYPE_BF16].gemm_x8 = gemm_bf16x8_f32_generic;
+    ty[LM_TYPE_BF16].gemm_x8 = lm_gemm_bf16x8_f32_generic;
     ty[LM_TYPE_BF16].gemm_vt = LM_TYPE_F32;
-    ty[LM_TYPE_BF16].gemm_from_float = fp32_round_bf16_row_generic;
-    ty[LM_TYPE_F32].gemm_x8 = gemm_f32x8_f32_generic;
+    ty[LM_TYPE_BF16].gemm_from_float = lm_fp32_round_bf16_row_generic;
+    ty[LM_TYPE_F32].gemm_x8 = lm_gemm_f32x8_f32_generic;
     ty[LM_TYPE_F32].gemm_vt = LM_TYPE_F32;
-    ty[LM_TYPE_Q2_K].gemm_x8 = gemm_q2_Kx8_q8_K_generic;
+    ty[LM_TYPE_Q2_K].gemm_x8 = lm_gemm_q2_Kx8_q8_K_generic;
     ty[LM_TYPE_Q2_K].gemm_vt = LM_TYPE_Q8_K;
-    ty[LM_TYPE_Q3_K].gemm_x8 = gemm_q3_Kx8_q8_K_generic;
+    ty[LM_TYPE_Q3_K].gemm_x8 = lm_gemm_q3_Kx8_q8_K_generic;
     ty[LM_TYPE_Q3_K].gemm_vt = LM_TYPE_Q8_K;
-    ty[LM_TYPE_Q4_K].gemm_x8 = gemm_q4_Kx8_q8_K_generic;
+    ty[LM_TYPE_Q4_K].gemm_x8 = lm_gemm_q4_Kx8_q8_K_generic;
     ty[LM_TYPE_Q4_K].gemm_vt = LM_TYPE_Q8_K;
-    ty[LM_TYPE_Q5_K].gemm_x8 = gemm_q5_Kx8_q8_K_generic;
+    ty[LM_TYPE_Q5_K].gemm_x8 = lm_gemm_q5_Kx8_q8_K_generic;
     ty[LM_TYPE_Q5_K].gemm_vt = LM_TYPE_Q8_K;
-    ty[LM_TYPE_Q6_K].gemm_x8 = gemm_q6_Kx8_q8_K_generic;
+    ty[LM_TYPE_Q6_K].gemm_x8 = lm_gemm_q6_Kx8_q8_K_generic;
     ty[LM_TYPE_Q6_K].gemm_vt = LM_TYPE_Q8_K;
     ty[LM_TYPE_Q4_1].vec_dot_type = LM_TYPE_Q8_1;
-    ty[LM_TYPE_Q4_1].vec_dot = vec_dot_q4_1_q8_1_generic;
+    ty[LM_TYPE_Q4_1].vec_dot = lm_vec_dot_q4_1_q8_1_generic;
     ty[LM_TYPE_Q5_1].vec_dot_type = LM_TYPE_Q8_1;
-    ty[LM_TYPE_Q5_1].vec_dot = vec_dot_q5_1_q8_1_generic;
+    ty[LM_TYPE_Q5_1].vec_dot = lm_vec_dot_q5_1_q8_1_generic;
 
     ty[LM_TYPE_Q2_K].vec_dot_type = LM_TYPE_Q8_K;
-    ty[LM_TYPE_Q2_K].vec_dot = vec_dot_q2_K_q8_K_generic;
+    ty[LM_TYPE_Q2_K].vec_dot = lm_vec_dot_q2_K_q8_K_generic;
     ty[LM_TYPE_Q3_K].vec_dot_type = LM_TYPE_Q8_K;
-    ty[LM_TYPE_Q3_K].vec_dot = vec_dot_q3_K_q8_K_generic;
+    ty[LM_TYPE_Q3_K].vec_dot = lm_vec_dot_q3_K_q8_K_generic;
     ty[LM_TYPE_Q4_K].vec_dot_type = LM_TYPE_Q8_K;
-    ty[LM_TYPE_Q4_K].vec_dot = vec_dot_q4_K_q8_K_generic;
+    ty[LM_TYPE_Q4_K].vec_dot = lm_vec_dot_q4_K_q8_K_generic;
     ty[LM_TYPE_Q5_K].vec_dot_type = LM_TYPE_Q8_K;
-    ty[LM_TYPE_Q5_K].vec_dot = vec_dot_q5_K_q8_K_generic;
+    ty[LM_TYPE_Q5_K].vec_dot = lm_vec_dot_q5_K_q8_K_generic;
     ty[LM_TYPE_Q6_K].vec_dot_type = LM_TYPE_Q8_K;
-    ty[LM_TYPE_Q6_K].vec_dot = vec_dot_q6_K_q8_K_generic;
+    ty[LM_TYPE_Q6_K].vec_dot = lm_vec_dot_q6_K_q8_K_generic;
 
     ty[LM_TYPE_IQ2_XXS].vec_dot_type = LM_TYPE_Q8_K;
-    ty[LM_TYPE_IQ2_XXS].vec_dot = vec_dot_iq2_xxs_q8_K_generic;
+    ty[LM_TYPE_IQ2_XXS].vec_dot = lm_vec_dot_iq2_xxs_q8_K_generic;
     ty[LM_TYPE_IQ2_XS].vec_dot_type = LM_TYPE_Q8_K;
-    ty[LM_TYPE_IQ2_XS].vec_dot = vec_dot_iq2_xs_q8_K_generic;
+    ty[LM_TYPE_IQ2_XS].vec_dot = lm_vec_dot_iq2_xs_q8_K_generic;
 }
 
 static void build_tables(void)

@@ -205,38 +205,38 @@ const struct lm_cpu_kernels *lm_cpu_kernels_for(enum lm_cpu_isa isa);
 
 /* ---- generic kernels (kernels/generic/) ---- */
 
-void vec_dot_f32_generic(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_f16_generic(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_bf16_generic(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_f32_generic(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_f16_generic(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_bf16_generic(int64_t n, float *s, const void *x, const void *y);
 
-void vec_dot_q4_0_q8_0_generic(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_q4_1_q8_1_generic(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_q5_0_q8_0_generic(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_q5_1_q8_1_generic(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_q8_0_q8_0_generic(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_q4_0_q8_0_generic(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_q4_1_q8_1_generic(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_q5_0_q8_0_generic(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_q5_1_q8_1_generic(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_q8_0_q8_0_generic(int64_t n, float *s, const void *x, const void *y);
 
-void vec_dot_q2_K_q8_K_generic(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_q3_K_q8_K_generic(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_q4_K_q8_K_generic(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_q5_K_q8_K_generic(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_q6_K_q8_K_generic(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_iq2_xxs_q8_K_generic(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_iq2_xs_q8_K_generic(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_q2_K_q8_K_generic(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_q3_K_q8_K_generic(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_q4_K_q8_K_generic(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_q5_K_q8_K_generic(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_q6_K_q8_K_generic(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_iq2_xxs_q8_K_generic(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_iq2_xs_q8_K_generic(int64_t n, float *s, const void *x, const void *y);
 
-void gemm_q4_0x8_q8_0_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_q4_0x8_q8_0_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                                const int16_t *ysum, int nc);
-void gemm_q8_0x8_q8_0_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_q8_0x8_q8_0_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                                const int16_t *ysum, int nc);
 
 /* Row conversions (any n). */
-void fp16_to_fp32_row_generic(const void *x, float *y, int64_t n);
-void fp32_to_fp16_row_generic(const float *x, void *y, int64_t n);
-void bf16_to_fp32_row_generic(const void *x, float *y, int64_t n);
-void fp32_to_bf16_row_generic(const float *x, void *y, int64_t n);
-void f32_copy_row_generic(const void *x, float *y, int64_t n);
-void f32_from_float_row_generic(const float *x, void *y, int64_t n);
-double exp_sum_generic(int64_t n, float *y, const float *x, float max);
-void gelu_generic(int64_t n, float *y, const float *x);
+void lm_fp16_to_fp32_row_generic(const void *x, float *y, int64_t n);
+void lm_fp32_to_fp16_row_generic(const float *x, void *y, int64_t n);
+void lm_bf16_to_fp32_row_generic(const void *x, float *y, int64_t n);
+void lm_fp32_to_bf16_row_generic(const float *x, void *y, int64_t n);
+void lm_f32_copy_row_generic(const void *x, float *y, int64_t n);
+void lm_f32_from_float_row_generic(const float *x, void *y, int64_t n);
+double lm_exp_sum_generic(int64_t n, float *y, const float *x, float max);
+void lm_gelu_generic(int64_t n, float *y, const float *x);
 
 /* ---- ISA overrides: each fills its slots of k (and the *_isa fields) ---- */
 
@@ -255,13 +255,13 @@ void lm_cpu_kernels_init_amx(struct lm_cpu_kernels *k);    /* kernels/x86-amx/ *
  * split exactly into BF16 hi + lo; a row = k hi values then k lo values
  * (4 bytes per element: panel_vt F32); weights split the same way at run time;
  * w a = wh ah + wh al + wl ah, the dropped wl al is < 2^-16 |w a|. */
-void gemm_panel_bf16x8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc, const void *x,
+void lm_gemm_panel_bf16x8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc, const void *x,
                            const void *y, size_t by, int64_t n, void *scratch);
-void gemm_panel_f16x8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc, const void *x,
+void lm_gemm_panel_f16x8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc, const void *x,
                           const void *y, size_t by, int64_t n, void *scratch);
-size_t gemm_panel_bf16x8_scratch_amx(int64_t k);
-size_t gemm_panel_f16x8_scratch_amx(int64_t k);
-void panel_from_float_f16_amx(const float *x, void *y, int64_t n);  /* any n */
+size_t lm_gemm_panel_bf16x8_scratch_amx(int64_t k);
+size_t lm_gemm_panel_f16x8_scratch_amx(int64_t k);
+void lm_panel_from_float_f16_amx(const float *x, void *y, int64_t n);  /* any n */
 /* Quantized weights (q4_0x8, q8_0x8, q4_Kx8, q5_Kx8, q6_Kx8): each group's
  * k-range unpacked and decoded to F32 (the AVX-512 decoders) in the scratch,
  * then rounded to BF16 (RNE) B tiles; activations are BF16 rows (RNE, natural
@@ -270,9 +270,9 @@ void panel_from_float_f16_amx(const float *x, void *y, int64_t n);  /* any n */
  * fp32 accumulation: more precise than the gemm_x8 path, whose Q8
  * activations carry up to 2^-8 of their block's largest value. */
 #define LM_PANEL_QUANT_DECL(name)                                                                                 \
-    void gemm_panel_##name##_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc,         \
+    void lm_gemm_panel_##name##_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc,         \
                                  const void *x, const void *y, size_t by, int64_t n, void *scratch);            \
-    size_t gemm_panel_##name##_scratch_amx(int64_t k);
+    size_t lm_gemm_panel_##name##_scratch_amx(int64_t k);
 LM_PANEL_QUANT_DECL(q4_0x8)
 LM_PANEL_QUANT_DECL(q8_0x8)
 LM_PANEL_QUANT_DECL(q4_Kx8)
@@ -283,81 +283,81 @@ LM_PANEL_QUANT_DECL(q6_Kx8)
 /* The AVX2 kernels, declared here so tests and benches can call them by name
  * (only present in builds with LM_HAVE_X86_AVX2; call only when
  * lm_cpu_kernels_for(LM_ISA_AVX2) is non-NULL). */
-void vec_dot_f32_avx2(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_f16_avx2(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_rows_f16_avx2(int64_t n, int64_t nr, float *s, const void *x, size_t bx, const void *y);
-void vec_dot_bf16_avx2(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_q4_0_q8_0_avx2(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_q4_1_q8_1_avx2(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_q5_0_q8_0_avx2(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_q5_1_q8_1_avx2(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_q8_0_q8_0_avx2(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_q2_K_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_q3_K_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_q4_K_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_q5_K_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_q6_K_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_f32_avx2(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_f16_avx2(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_rows_f16_avx2(int64_t n, int64_t nr, float *s, const void *x, size_t bx, const void *y);
+void lm_vec_dot_bf16_avx2(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_q4_0_q8_0_avx2(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_q4_1_q8_1_avx2(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_q5_0_q8_0_avx2(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_q5_1_q8_1_avx2(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_q8_0_q8_0_avx2(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_q2_K_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_q3_K_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_q4_K_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_q5_K_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_q6_K_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
 /* IQ2 dots (iq2_avx2.c): bit-identical to the generic ones for every input;
  * the _cols versions (lm_vec_dot_cols_fn) decode a weight row once per call. */
-void vec_dot_iq2_xxs_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_iq2_xs_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_cols_iq2_xxs_q8_K_avx2(int64_t n, int nc, float *const *s, const void *x, const void *const *y);
-void vec_dot_cols_iq2_xs_q8_K_avx2(int64_t n, int nc, float *const *s, const void *x, const void *const *y);
+void lm_vec_dot_iq2_xxs_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_iq2_xs_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_cols_iq2_xxs_q8_K_avx2(int64_t n, int nc, float *const *s, const void *x, const void *const *y);
+void lm_vec_dot_cols_iq2_xs_q8_K_avx2(int64_t n, int nc, float *const *s, const void *x, const void *const *y);
 /* Activation encoders: Q8_0 / Q8_1 round half to even with 127/amax (ggml's
  * AVX2 arithmetic; docs/kernels.md); Q8_K equals quant/'s reference bytes. */
-void quantize_row_q8_0_avx2(const float *x, void *y, int64_t n);
-void quantize_row_q8_1_avx2(const float *x, void *y, int64_t n);
-void quantize_row_q8_K_avx2(const float *x, void *y, int64_t n);
+void lm_quantize_row_q8_0_avx2(const float *x, void *y, int64_t n);
+void lm_quantize_row_q8_1_avx2(const float *x, void *y, int64_t n);
+void lm_quantize_row_q8_K_avx2(const float *x, void *y, int64_t n);
 /* Row conversions, the bits of the generic ones (any n for F16/BF16). */
-void dequantize_row_q4_0_avx2(const void *x, float *y, int64_t n);
-void dequantize_row_q8_0_avx2(const void *x, float *y, int64_t n);
-void fp16_to_fp32_row_avx2(const void *x, float *y, int64_t n);
-void fp32_to_fp16_row_avx2(const float *x, void *y, int64_t n);
-void bf16_to_fp32_row_avx2(const void *x, float *y, int64_t n);
-void fp32_to_bf16_row_avx2(const float *x, void *y, int64_t n);
-double exp_sum_avx2(int64_t n, float *y, const float *x, float max);
-void gelu_avx2(int64_t n, float *y, const float *x);
+void lm_dequantize_row_q4_0_avx2(const void *x, float *y, int64_t n);
+void lm_dequantize_row_q8_0_avx2(const void *x, float *y, int64_t n);
+void lm_fp16_to_fp32_row_avx2(const void *x, float *y, int64_t n);
+void lm_fp32_to_fp16_row_avx2(const float *x, void *y, int64_t n);
+void lm_bf16_to_fp32_row_avx2(const void *x, float *y, int64_t n);
+void lm_fp32_to_bf16_row_avx2(const float *x, void *y, int64_t n);
+double lm_exp_sum_avx2(int64_t n, float *y, const float *x, float max);
+void lm_gelu_avx2(int64_t n, float *y, const float *x);
 
 /* The AVX-512 kernels (kernels/x86-avx512/; present in builds with
  * LM_HAVE_X86_AVX512; call only when lm_cpu_kernels_for(LM_ISA_AVX512) is
  * non-NULL, and the *_bf16 dot kernels only when lm_cpu_features()->avx512bf16). */
-double exp_sum_avx512(int64_t n, float *y, const float *x, float max);
-void gelu_avx512(int64_t n, float *y, const float *x);
+double lm_exp_sum_avx512(int64_t n, float *y, const float *x, float max);
+void lm_gelu_avx512(int64_t n, float *y, const float *x);
 /* vec_dot of every weight type (x86-avx512/float_avx512.c, legacy_avx512.c,
  * kquant_avx512.c; VNNI integer parts, exact) and vec_dot_rows of the float
  * types (each row bit-identical to that type's AVX-512 vec_dot). */
-void vec_dot_f32_avx512(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_rows_f32_avx512(int64_t n, int64_t nr, float *s, const void *x, size_t bx, const void *y);
-void vec_dot_f16_avx512(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_rows_f16_avx512(int64_t n, int64_t nr, float *s, const void *x, size_t bx, const void *y);
-void vec_dot_bf16_avx512(int64_t n, float *s, const void *x, const void *y); /* needs avx512bf16 */
-void vec_dot_rows_bf16_avx512(int64_t n, int64_t nr, float *s, const void *x, size_t bx, const void *y); /* same */
-void vec_dot_q4_0_q8_0_avx512(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_q4_1_q8_1_avx512(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_q5_0_q8_0_avx512(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_q5_1_q8_1_avx512(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_q8_0_q8_0_avx512(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_q2_K_q8_K_avx512(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_q3_K_q8_K_avx512(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_q4_K_q8_K_avx512(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_q5_K_q8_K_avx512(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_q6_K_q8_K_avx512(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_f32_avx512(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_rows_f32_avx512(int64_t n, int64_t nr, float *s, const void *x, size_t bx, const void *y);
+void lm_vec_dot_f16_avx512(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_rows_f16_avx512(int64_t n, int64_t nr, float *s, const void *x, size_t bx, const void *y);
+void lm_vec_dot_bf16_avx512(int64_t n, float *s, const void *x, const void *y); /* needs avx512bf16 */
+void lm_vec_dot_rows_bf16_avx512(int64_t n, int64_t nr, float *s, const void *x, size_t bx, const void *y); /* same */
+void lm_vec_dot_q4_0_q8_0_avx512(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_q4_1_q8_1_avx512(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_q5_0_q8_0_avx512(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_q5_1_q8_1_avx512(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_q8_0_q8_0_avx512(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_q2_K_q8_K_avx512(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_q3_K_q8_K_avx512(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_q4_K_q8_K_avx512(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_q5_K_q8_K_avx512(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_q6_K_q8_K_avx512(int64_t n, float *s, const void *x, const void *y);
 /* IQ2 dots (iq2_avx512.c): bit-identical to the generic ones for every input. */
-void vec_dot_iq2_xxs_q8_K_avx512(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_iq2_xs_q8_K_avx512(int64_t n, float *s, const void *x, const void *y);
-void vec_dot_cols_iq2_xxs_q8_K_avx512(int64_t n, int nc, float *const *s, const void *x, const void *const *y);
-void vec_dot_cols_iq2_xs_q8_K_avx512(int64_t n, int nc, float *const *s, const void *x, const void *const *y);
+void lm_vec_dot_iq2_xxs_q8_K_avx512(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_iq2_xs_q8_K_avx512(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_cols_iq2_xxs_q8_K_avx512(int64_t n, int nc, float *const *s, const void *x, const void *const *y);
+void lm_vec_dot_cols_iq2_xs_q8_K_avx512(int64_t n, int nc, float *const *s, const void *x, const void *const *y);
 /* Row decoders of the quantized weight types (x86-avx512/dequant_avx512.c):
  * the bits of quant/'s reference decoders for every input (NaN scales too). */
-void dequantize_row_q4_0_avx512(const void *x, float *y, int64_t n);
-void dequantize_row_q4_1_avx512(const void *x, float *y, int64_t n);
-void dequantize_row_q5_0_avx512(const void *x, float *y, int64_t n);
-void dequantize_row_q5_1_avx512(const void *x, float *y, int64_t n);
-void dequantize_row_q8_0_avx512(const void *x, float *y, int64_t n);
-void dequantize_row_q2_K_avx512(const void *x, float *y, int64_t n);
-void dequantize_row_q3_K_avx512(const void *x, float *y, int64_t n);
-void dequantize_row_q4_K_avx512(const void *x, float *y, int64_t n);
-void dequantize_row_q5_K_avx512(const void *x, float *y, int64_t n);
-void dequantize_row_q6_K_avx512(const void *x, float *y, int64_t n);
+void lm_dequantize_row_q4_0_avx512(const void *x, float *y, int64_t n);
+void lm_dequantize_row_q4_1_avx512(const void *x, float *y, int64_t n);
+void lm_dequantize_row_q5_0_avx512(const void *x, float *y, int64_t n);
+void lm_dequantize_row_q5_1_avx512(const void *x, float *y, int64_t n);
+void lm_dequantize_row_q8_0_avx512(const void *x, float *y, int64_t n);
+void lm_dequantize_row_q2_K_avx512(const void *x, float *y, int64_t n);
+void lm_dequantize_row_q3_K_avx512(const void *x, float *y, int64_t n);
+void lm_dequantize_row_q4_K_avx512(const void *x, float *y, int64_t n);
+void lm_dequantize_row_q5_K_avx512(const void *x, float *y, int64_t n);
+void lm_dequantize_row_q6_K_avx512(const void *x, float *y, int64_t n);
 
 #endif

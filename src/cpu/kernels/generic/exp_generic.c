@@ -6,7 +6,7 @@
 #include "cpu/kernels/kernels.h"
 
 /* Contract: kernels.h. */
-double exp_sum_generic(int64_t n, float *y, const float *x, float max)
+double lm_exp_sum_generic(int64_t n, float *y, const float *x, float max)
 {
     double sum = 0.0;
     for (int64_t i = 0; i < n; i++) {
@@ -17,7 +17,7 @@ double exp_sum_generic(int64_t n, float *y, const float *x, float max)
 }
 
 /* Contract: kernels.h. */
-void gelu_generic(int64_t n, float *y, const float *x)
+void lm_gelu_generic(int64_t n, float *y, const float *x)
 {
     for (int64_t i = 0; i < n; i++) {
         const float v = x[i];

@@ -37,7 +37,7 @@ static float reduce_lanes(float acc[LANES])
 }
 
 /* Contract: kernels.h. */
-void vec_dot_f32_generic(int64_t n, float *s, const void *vx, const void *vy)
+void lm_vec_dot_f32_generic(int64_t n, float *s, const void *vx, const void *vy)
 {
     const float *x = vx, *y = vy;
     float acc[LANES] = {0};
@@ -51,7 +51,7 @@ void vec_dot_f32_generic(int64_t n, float *s, const void *vx, const void *vy)
 }
 
 /* Contract: kernels.h. */
-void vec_dot_f16_generic(int64_t n, float *s, const void *vx, const void *vy)
+void lm_vec_dot_f16_generic(int64_t n, float *s, const void *vx, const void *vy)
 {
     const lm_fp16 *x = vx, *y = vy;
     float acc[LANES] = {0};
@@ -65,7 +65,7 @@ void vec_dot_f16_generic(int64_t n, float *s, const void *vx, const void *vy)
 }
 
 /* Contract: kernels.h. */
-void vec_dot_bf16_generic(int64_t n, float *s, const void *vx, const void *vy)
+void lm_vec_dot_bf16_generic(int64_t n, float *s, const void *vx, const void *vy)
 {
     const lm_bf16 *x = vx, *y = vy;
     float acc[LANES] = {0};
@@ -79,7 +79,7 @@ void vec_dot_bf16_generic(int64_t n, float *s, const void *vx, const void *vy)
 }
 
 /* Contract: kernels.h. */
-void fp16_to_fp32_row_generic(const void *vx, float *y, int64_t n)
+void lm_fp16_to_fp32_row_generic(const void *vx, float *y, int64_t n)
 {
     const lm_fp16 *x = vx;
     for (int64_t i = 0; i < n; i++)
@@ -87,23 +87,23 @@ void fp16_to_fp32_row_generic(const void *vx, float *y, int64_t n)
 }
 
 /* Contract: kernels.h. quant/'s reference encoder (the same loop). */
-void fp32_to_fp16_row_generic(const float *x, void *y, int64_t n) { lm_quant_traits(LM_TYPE_F16)->from_float(x, y, n); }
+void lm_fp32_to_fp16_row_generic(const float *x, void *y, int64_t n) { lm_quant_traits(LM_TYPE_F16)->from_float(x, y, n); }
 
 /* Contract: kernels.h. quant/'s reference decoder. */
-void bf16_to_fp32_row_generic(const void *x, float *y, int64_t n) { lm_quant_traits(LM_TYPE_BF16)->to_float(x, y, n); }
+void lm_bf16_to_fp32_row_generic(const void *x, float *y, int64_t n) { lm_quant_traits(LM_TYPE_BF16)->to_float(x, y, n); }
 
 /* Contract: kernels.h. quant/'s reference encoder. */
-void fp32_to_bf16_row_generic(const float *x, void *y, int64_t n) { lm_quant_traits(LM_TYPE_BF16)->from_float(x, y, n); }
+void lm_fp32_to_bf16_row_generic(const float *x, void *y, int64_t n) { lm_quant_traits(LM_TYPE_BF16)->from_float(x, y, n); }
 
 /* Contract: kernels.h. */
-void f32_copy_row_generic(const void *x, float *y, int64_t n)
+void lm_f32_copy_row_generic(const void *x, float *y, int64_t n)
 {
     if (n > 0)
         memmove(y, x, (size_t)n * sizeof(float));
 }
 
 /* Contract: kernels.h. */
-void f32_from_float_row_generic(const float *x, void *y, int64_t n)
+void lm_f32_from_float_row_generic(const float *x, void *y, int64_t n)
 {
     if (n > 0)
         memmove(y, x, (size_t)n * sizeof(float));

@@ -99,7 +99,7 @@ static const struct layout bf16_layout = {LM_REPACK_BFK, sizeof(lm_bf16), dec_bf
 static const struct layout f32_layout = {LM_REPACK_FK, sizeof(float), dec_f32, act_f32};
 
 /* Contract: kernels.h (y: F16 rows; ysum unused). */
-void gemm_f16x8_f16_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_f16x8_f16_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                             const int16_t *ysum, int nc)
 {
     (void)ysum;
@@ -107,7 +107,7 @@ void gemm_f16x8_f16_generic(int64_t k, float *s, size_t ldc, const void *x, cons
 }
 
 /* Contract: kernels.h (y: F32 rows rounded through BF16; ysum unused). */
-void gemm_bf16x8_f32_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_bf16x8_f32_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                              const int16_t *ysum, int nc)
 {
     (void)ysum;
@@ -115,7 +115,7 @@ void gemm_bf16x8_f32_generic(int64_t k, float *s, size_t ldc, const void *x, con
 }
 
 /* Contract: kernels.h (y: F32 rows; ysum unused). */
-void gemm_f32x8_f32_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_f32x8_f32_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                             const int16_t *ysum, int nc)
 {
     (void)ysum;
@@ -123,7 +123,7 @@ void gemm_f32x8_f32_generic(int64_t k, float *s, size_t ldc, const void *x, cons
 }
 
 /* Contract: gemm.h. */
-void fp32_round_bf16_row_generic(const float *x, void *vy, int64_t n)
+void lm_fp32_round_bf16_row_generic(const float *x, void *vy, int64_t n)
 {
     float *y = vy;
     for (int64_t i = 0; i < n; i++)

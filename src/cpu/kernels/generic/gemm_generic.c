@@ -8,7 +8,7 @@
 
 /* Contract: kernels.h. The -8 offset of Q4_0 is applied through the
  * activation block sums: sum((q - 8) a) = sum(q a) - 8 sum(a). */
-void gemm_q4_0x8_q8_0_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_q4_0x8_q8_0_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                                const int16_t *ysum, int nc)
 {
     const int64_t nb = k / LM_QK;
@@ -35,7 +35,7 @@ void gemm_q4_0x8_q8_0_generic(int64_t k, float *s, size_t ldc, const void *x, co
 }
 
 /* Contract: kernels.h. */
-void gemm_q8_0x8_q8_0_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_q8_0x8_q8_0_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                                const int16_t *ysum, int nc)
 {
     (void)ysum;

@@ -74,9 +74,9 @@ static void k4_sums(const uint8_t *sc, const uint8_t *mn, const uint8_t *qs, con
     }
 
 /* Contract: kernels.h. */
-K4_GEMM(gemm_q4_Kx8_q8_K_generic, lm_block_q4_Kx8, NULL)
+K4_GEMM(lm_gemm_q4_Kx8_q8_K_generic, lm_block_q4_Kx8, NULL)
 /* Contract: kernels.h. */
-K4_GEMM(gemm_q5_Kx8_q8_K_generic, lm_block_q5_Kx8, w[b].qh)
+K4_GEMM(lm_gemm_q5_Kx8_q8_K_generic, lm_block_q5_Kx8, w[b].qh)
 
 /* The unsigned 6-bit code of element e of row r in a q6_Kx8 group. */
 static int q6_code(const struct lm_block_q6_Kx8 *w, int r, int e)
@@ -88,7 +88,7 @@ static int q6_code(const struct lm_block_q6_Kx8 *w, int r, int e)
 }
 
 /* Contract: kernels.h. */
-void gemm_q6_Kx8_q8_K_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_q6_Kx8_q8_K_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                                const int16_t *ysum, int nc)
 {
     (void)ysum;
@@ -120,8 +120,8 @@ static int low2_code(const uint8_t *qs, int r, int e)
     return (qs[32 * (t / 4) + 4 * r + e % 4] >> (2 * (t % 4))) & 3;
 }
 
-/* Contract: kernels.h. The float update of vec_dot_q2_K_q8_K_generic. */
-void gemm_q2_Kx8_q8_K_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+/* Contract: kernels.h. The float update of lm_vec_dot_q2_K_q8_K_generic. */
+void lm_gemm_q2_Kx8_q8_K_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                                const int16_t *ysum, int nc)
 {
     (void)ysum;
@@ -151,8 +151,8 @@ void gemm_q2_Kx8_q8_K_generic(int64_t k, float *s, size_t ldc, const void *x, co
 }
 
 /* Contract: kernels.h. Codes read as unsigned (low 2 bits + 4 * hmask bit);
- * the -4 goes through the bsums. The float update of vec_dot_q3_K_q8_K_generic. */
-void gemm_q3_Kx8_q8_K_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+ * the -4 goes through the bsums. The float update of lm_vec_dot_q3_K_q8_K_generic. */
+void lm_gemm_q3_Kx8_q8_K_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                                const int16_t *ysum, int nc)
 {
     (void)ysum;

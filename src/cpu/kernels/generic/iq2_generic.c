@@ -23,7 +23,7 @@ static int32_t octet_dot(uint64_t grid, unsigned signs, const int8_t *y)
 }
 
 /* Contract: kernels.h. */
-void vec_dot_iq2_xxs_q8_K_generic(int64_t n, float *s, const void *vx, const void *vy)
+void lm_vec_dot_iq2_xxs_q8_K_generic(int64_t n, float *s, const void *vx, const void *vy)
 {
     const struct lm_block_iq2_xxs *x = vx;
     const struct lm_block_q8_K *y = vy;
@@ -48,7 +48,7 @@ void vec_dot_iq2_xxs_q8_K_generic(int64_t n, float *s, const void *vx, const voi
 }
 
 /* Contract: kernels.h. */
-void vec_dot_iq2_xs_q8_K_generic(int64_t n, float *s, const void *vx, const void *vy)
+void lm_vec_dot_iq2_xs_q8_K_generic(int64_t n, float *s, const void *vx, const void *vy)
 {
     const struct lm_block_iq2_xs *x = vx;
     const struct lm_block_q8_K *y = vy;

@@ -30,7 +30,7 @@ static void unpack_2bit(const uint8_t *qs, int8_t *q)
 }
 
 /* Contract: kernels.h. */
-void vec_dot_q2_K_q8_K_generic(int64_t n, float *s, const void *vx, const void *vy)
+void lm_vec_dot_q2_K_q8_K_generic(int64_t n, float *s, const void *vx, const void *vy)
 {
     const struct lm_block_q2_K *x = vx;
     const struct lm_block_q8_K *y = vy;
@@ -61,7 +61,7 @@ static void q3_K_scales(const uint8_t *sc, int scales[16])
 }
 
 /* Contract: kernels.h. */
-void vec_dot_q3_K_q8_K_generic(int64_t n, float *s, const void *vx, const void *vy)
+void lm_vec_dot_q3_K_q8_K_generic(int64_t n, float *s, const void *vx, const void *vy)
 {
     const struct lm_block_q3_K *x = vx;
     const struct lm_block_q8_K *y = vy;
@@ -117,7 +117,7 @@ static float dot_k4(const uint8_t *scales, lm_fp16 d, lm_fp16 dmin, const int8_t
 }
 
 /* Contract: kernels.h. */
-void vec_dot_q4_K_q8_K_generic(int64_t n, float *s, const void *vx, const void *vy)
+void lm_vec_dot_q4_K_q8_K_generic(int64_t n, float *s, const void *vx, const void *vy)
 {
     const struct lm_block_q4_K *x = vx;
     const struct lm_block_q8_K *y = vy;
@@ -131,7 +131,7 @@ void vec_dot_q4_K_q8_K_generic(int64_t n, float *s, const void *vx, const void *
 }
 
 /* Contract: kernels.h. */
-void vec_dot_q5_K_q8_K_generic(int64_t n, float *s, const void *vx, const void *vy)
+void lm_vec_dot_q5_K_q8_K_generic(int64_t n, float *s, const void *vx, const void *vy)
 {
     const struct lm_block_q5_K *x = vx;
     const struct lm_block_q8_K *y = vy;
@@ -145,7 +145,7 @@ void vec_dot_q5_K_q8_K_generic(int64_t n, float *s, const void *vx, const void *
 }
 
 /* Contract: kernels.h. */
-void vec_dot_q6_K_q8_K_generic(int64_t n, float *s, const void *vx, const void *vy)
+void lm_vec_dot_q6_K_q8_K_generic(int64_t n, float *s, const void *vx, const void *vy)
 {
     const struct lm_block_q6_K *x = vx;
     const struct lm_block_q8_K *y = vy;

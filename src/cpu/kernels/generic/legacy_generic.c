@@ -39,7 +39,7 @@ static inline int high_dot(const uint8_t qh8[4], const int8_t *y)
 }
 
 /* Contract: kernels.h. */
-void vec_dot_q4_0_q8_0_generic(int64_t n, float *s, const void *vx, const void *vy)
+void lm_vec_dot_q4_0_q8_0_generic(int64_t n, float *s, const void *vx, const void *vy)
 {
     const struct lm_block_q4_0 *x = vx;
     const struct lm_block_q8_0 *y = vy;
@@ -52,7 +52,7 @@ void vec_dot_q4_0_q8_0_generic(int64_t n, float *s, const void *vx, const void *
 }
 
 /* Contract: kernels.h. */
-void vec_dot_q5_0_q8_0_generic(int64_t n, float *s, const void *vx, const void *vy)
+void lm_vec_dot_q5_0_q8_0_generic(int64_t n, float *s, const void *vx, const void *vy)
 {
     const struct lm_block_q5_0 *x = vx;
     const struct lm_block_q8_0 *y = vy;
@@ -65,7 +65,7 @@ void vec_dot_q5_0_q8_0_generic(int64_t n, float *s, const void *vx, const void *
 }
 
 /* Contract: kernels.h. */
-void vec_dot_q8_0_q8_0_generic(int64_t n, float *s, const void *vx, const void *vy)
+void lm_vec_dot_q8_0_q8_0_generic(int64_t n, float *s, const void *vx, const void *vy)
 {
     const struct lm_block_q8_0 *x = vx;
     const struct lm_block_q8_0 *y = vy;
@@ -80,7 +80,7 @@ void vec_dot_q8_0_q8_0_generic(int64_t n, float *s, const void *vx, const void *
 }
 
 /* Contract: kernels.h. */
-void vec_dot_q4_1_q8_1_generic(int64_t n, float *s, const void *vx, const void *vy)
+void lm_vec_dot_q4_1_q8_1_generic(int64_t n, float *s, const void *vx, const void *vy)
 {
     const struct lm_block_q4_1 *x = vx;
     const struct lm_block_q8_1 *y = vy;
@@ -94,7 +94,7 @@ void vec_dot_q4_1_q8_1_generic(int64_t n, float *s, const void *vx, const void *
 }
 
 /* Contract: kernels.h. */
-void vec_dot_q5_1_q8_1_generic(int64_t n, float *s, const void *vx, const void *vy)
+void lm_vec_dot_q5_1_q8_1_generic(int64_t n, float *s, const void *vx, const void *vy)
 {
     const struct lm_block_q5_1 *x = vx;
     const struct lm_block_q8_1 *y = vy;

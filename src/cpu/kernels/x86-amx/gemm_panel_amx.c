@@ -25,7 +25,7 @@
  * Numerics. BF16 weights: activations rounded to BF16 (RNE, the values of
  * the gemm_x8 path), one TDP per k-block; the k pairing is the bf16x8 word
  * (elements t and t + 8 of each 16-element chunk), so activation rows are
- * stored in that order (fp32_to_bf16_pairs_row_avx512, the AVX-512 dpbf16
+ * stored in that order (lm_fp32_to_bf16_pairs_row_avx512, the AVX-512 dpbf16
  * kernel's encoder) and the weight conversion
  * is a pure transpose. F16 weights: activations rounded to F16 (as every F16
  * dot path), then a = ah + al exactly (ah = bf16(a) RNE, al = a - ah: F16 has
@@ -475,16 +475,16 @@ static void panel(const struct wfmt *w, int64_t k, int64_t n_groups, size_t grou
     _tile_release();
 }
 
-/* Contract: kernels.h lm_gemm_panel_fn (y: fp32_to_bf16_pairs_row_avx512 rows). */
-void gemm_panel_bf16x8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc, const void *x,
+/* Contract: kernels.h lm_gemm_panel_fn (y: lm_fp32_to_bf16_pairs_row_avx512 rows). */
+void lm_gemm_panel_bf16x8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc, const void *x,
                            const void *y, size_t by, int64_t n, void *scratch)
 {
     static const struct wfmt w = {1, convert_bf16, sweep_bf16, NULL, NULL};
     panel(&w, k, n_groups, group_bytes, s, ldc, x, y, by, sizeof(lm_bf16), n, scratch);
 }
 
-/* Contract: kernels.h lm_gemm_panel_fn (y: panel_from_float_f16_amx rows). */
-void gemm_panel_f16x8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc, const void *x,
+/* Contract: kernels.h lm_gemm_panel_fn (y: lm_panel_from_float_f16_amx rows). */
+void lm_gemm_panel_f16x8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc, const void *x,
                           const void *y, size_t by, int64_t n, void *scratch)
 {
     static const struct wfmt w = {2, convert_f16, sweep_f16, NULL, NULL};
@@ -493,31 +493,31 @@ void gemm_panel_f16x8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float
 
 /* The B tiles of units(k) units: per unit 2 panels x (one k-range)/32 blocks
  * x 1 KiB (x 2 for F16's hi and lo). */
-size_t gemm_panel_bf16x8_scratch_amx(int64_t k) { return (size_t)units(k, 1) * unit_bytes(krange(k), 1); }
-size_t gemm_panel_f16x8_scratch_amx(int64_t k) { return (size_t)units(k, 2) * unit_bytes(krange(k), 2); }
+size_t lm_gemm_panel_bf16x8_scratch_amx(int64_t k) { return (size_t)units(k, 1) * unit_bytes(krange(k), 1); }
+size_t lm_gemm_panel_f16x8_scratch_amx(int64_t k) { return (size_t)units(k, 2) * unit_bytes(krange(k), 2); }
 
 /* Quantized weights (activations: BF16 rows, the level's BF16 from_float):
  * the one-half tiles and sweep of BF16, the groups decoded and rounded by
  * convert_quant; scratch = the tiles, 8 decoded F32 rows and the 8 plain rows
  * of one group's k-range. */
 #define PANEL_QUANT(name, TYPE, unpack_fn, decode_fn)                                                              \
-    void gemm_panel_##name##_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc,         \
+    void lm_gemm_panel_##name##_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc,         \
                                  const void *x, const void *y, size_t by, int64_t n, void *scratch)             \
     {                                                                                                          \
         static const struct wfmt w = {1, convert_quant, sweep_bf16, unpack_fn, decode_fn};                      \
         panel(&w, k, n_groups, group_bytes, s, ldc, x, y, by, sizeof(lm_bf16), n, scratch);                    \
     }                                                                                                          \
-    size_t gemm_panel_##name##_scratch_amx(int64_t k)                                                          \
+    size_t lm_gemm_panel_##name##_scratch_amx(int64_t k)                                                          \
     {                                                                                                          \
-        return gemm_panel_bf16x8_scratch_amx(k) + (size_t)krange(k) * LM_REPACK_ROWS * sizeof(float) +         \
+        return lm_gemm_panel_bf16x8_scratch_amx(k) + (size_t)krange(k) * LM_REPACK_ROWS * sizeof(float) +         \
                lm_row_size(TYPE, krange(k)) * LM_REPACK_ROWS;                                                  \
     }
 
-PANEL_QUANT(q4_0x8, LM_TYPE_Q4_0, lm_unpack_q4_0x8, dequantize_row_q4_0_avx512)
-PANEL_QUANT(q8_0x8, LM_TYPE_Q8_0, lm_unpack_q8_0x8, dequantize_row_q8_0_avx512)
-PANEL_QUANT(q4_Kx8, LM_TYPE_Q4_K, lm_unpack_q4_Kx8, dequantize_row_q4_K_avx512)
-PANEL_QUANT(q5_Kx8, LM_TYPE_Q5_K, lm_unpack_q5_Kx8, dequantize_row_q5_K_avx512)
-PANEL_QUANT(q6_Kx8, LM_TYPE_Q6_K, lm_unpack_q6_Kx8, dequantize_row_q6_K_avx512)
+PANEL_QUANT(q4_0x8, LM_TYPE_Q4_0, lm_unpack_q4_0x8, lm_dequantize_row_q4_0_avx512)
+PANEL_QUANT(q8_0x8, LM_TYPE_Q8_0, lm_unpack_q8_0x8, lm_dequantize_row_q8_0_avx512)
+PANEL_QUANT(q4_Kx8, LM_TYPE_Q4_K, lm_unpack_q4_Kx8, lm_dequantize_row_q4_K_avx512)
+PANEL_QUANT(q5_Kx8, LM_TYPE_Q5_K, lm_unpack_q5_Kx8, lm_dequantize_row_q5_K_avx512)
+PANEL_QUANT(q6_Kx8, LM_TYPE_Q6_K, lm_unpack_q6_Kx8, lm_dequantize_row_q6_K_avx512)
 
 /* ---- activation encoders ---- */
 
@@ -525,7 +525,7 @@ PANEL_QUANT(q6_Kx8, LM_TYPE_Q6_K, lm_unpack_q6_Kx8, dequantize_row_q6_K_avx512)
  * and lo (y[n..2n)): f = fp16(x) RNE, hi = bf16(f) RNE, lo = f - hi (exact).
  * The vector body's conversions treat subnormal inputs as zero (values below
  * 2^-126). Any n. */
-void panel_from_float_f16_amx(const float *x, void *y, int64_t n)
+void lm_panel_from_float_f16_amx(const float *x, void *y, int64_t n)
 {
     lm_bf16 *hi = y, *lo = hi + n;
     int64_t i = 0;

@@ -43,13 +43,13 @@ static void set_panel(struct lm_cpu_type_kernels *t, lm_gemm_panel_fn fn, enum l
 void lm_cpu_kernels_init_amx(struct lm_cpu_kernels *k)
 {
     struct lm_cpu_type_kernels *t = k->type;
-    set_panel(&t[LM_TYPE_BF16], gemm_panel_bf16x8_amx, LM_TYPE_BF16, fp32_to_bf16_pairs_row_avx512,
-              gemm_panel_bf16x8_scratch_amx, PANEL_MIN_N_BF16);
-    set_panel(&t[LM_TYPE_F16], gemm_panel_f16x8_amx, LM_TYPE_F32, panel_from_float_f16_amx,
-              gemm_panel_f16x8_scratch_amx, PANEL_MIN_N_F16);
+    set_panel(&t[LM_TYPE_BF16], lm_gemm_panel_bf16x8_amx, LM_TYPE_BF16, lm_fp32_to_bf16_pairs_row_avx512,
+              lm_gemm_panel_bf16x8_scratch_amx, PANEL_MIN_N_BF16);
+    set_panel(&t[LM_TYPE_F16], lm_gemm_panel_f16x8_amx, LM_TYPE_F32, lm_panel_from_float_f16_amx,
+              lm_gemm_panel_f16x8_scratch_amx, PANEL_MIN_N_F16);
 #define QUANT(T, name, min_n) \
-    set_panel(&t[T], gemm_panel_##name##_amx, LM_TYPE_BF16, t[LM_TYPE_BF16].from_float, \
-              gemm_panel_##name##_scratch_amx, min_n)
+    set_panel(&t[T], lm_gemm_panel_##name##_amx, LM_TYPE_BF16, t[LM_TYPE_BF16].from_float, \
+              lm_gemm_panel_##name##_scratch_amx, min_n)
     QUANT(LM_TYPE_Q4_0, q4_0x8, PANEL_MIN_N_Q4_0);
     QUANT(LM_TYPE_Q8_0, q8_0x8, PANEL_MIN_N_Q8_0);
     QUANT(LM_TYPE_Q4_K, q4_Kx8, PANEL_MIN_N_Q4_K);

@@ -31,7 +31,7 @@ static inline __m256i load16(const lm_bf16 *p) { return _mm256_loadu_si256((cons
     } while (0)
 
 /* Contract: kernels.h. */
-void vec_dot_bf16_avx2(int64_t n, float *s, const void *vx, const void *vy)
+void lm_vec_dot_bf16_avx2(int64_t n, float *s, const void *vx, const void *vy)
 {
     const lm_bf16 *x = vx, *y = vy;
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
@@ -55,7 +55,7 @@ void vec_dot_bf16_avx2(int64_t n, float *s, const void *vx, const void *vy)
 }
 
 /* Contract: kernels.h. */
-void bf16_to_fp32_row_avx2(const void *vx, float *y, int64_t n)
+void lm_bf16_to_fp32_row_avx2(const void *vx, float *y, int64_t n)
 {
     const lm_bf16 *x = vx;
     int64_t i = 0;
@@ -80,7 +80,7 @@ static inline __m256i to_bf16_lanes(__m256 f)
 }
 
 /* Contract: kernels.h. */
-void fp32_to_bf16_row_avx2(const float *x, void *vy, int64_t n)
+void lm_fp32_to_bf16_row_avx2(const float *x, void *vy, int64_t n)
 {
     lm_bf16 *y = vy;
     int64_t i = 0;

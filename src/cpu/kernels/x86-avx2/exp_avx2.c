@@ -40,7 +40,7 @@ static inline __m256 exp8(__m256 t)
 }
 
 /* Contract: kernels.h. */
-double exp_sum_avx2(int64_t n, float *y, const float *x, float max)
+double lm_exp_sum_avx2(int64_t n, float *y, const float *x, float max)
 {
     const __m256 vmax = _mm256_set1_ps(max);
     __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
@@ -86,7 +86,7 @@ static inline __m256 gelu8(__m256 x)
 }
 
 /* Contract: kernels.h. */
-void gelu_avx2(int64_t n, float *y, const float *x)
+void lm_gelu_avx2(int64_t n, float *y, const float *x)
 {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)

@@ -11,7 +11,7 @@
 #define hsum_ps avx2_hsum_ps
 
 /* Contract: kernels.h. */
-void vec_dot_f32_avx2(int64_t n, float *s, const void *vx, const void *vy)
+void lm_vec_dot_f32_avx2(int64_t n, float *s, const void *vx, const void *vy)
 {
     const float *x = vx, *y = vy;
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
@@ -62,11 +62,11 @@ static inline float dot_f16(int64_t n, const lm_fp16 *x, const lm_fp16 *y, const
 }
 
 /* Contract: kernels.h. */
-void vec_dot_f16_avx2(int64_t n, float *s, const void *vx, const void *vy) { *s = dot_f16(n, vx, vy, NULL); }
+void lm_vec_dot_f16_avx2(int64_t n, float *s, const void *vx, const void *vy) { *s = dot_f16(n, vx, vy, NULL); }
 
 /* Contract: kernels.h (lm_vec_dot_rows_fn). y widened once into a stack
- * buffer, then dot_f16 per row: every result has vec_dot_f16_avx2's bits. */
-void vec_dot_rows_f16_avx2(int64_t n, int64_t nr, float *s, const void *vx, size_t bx, const void *vy)
+ * buffer, then dot_f16 per row: every result has lm_vec_dot_f16_avx2's bits. */
+void lm_vec_dot_rows_f16_avx2(int64_t n, int64_t nr, float *s, const void *vx, size_t bx, const void *vy)
 {
     enum { MAX_N = 4096 }; /* 16 KiB of widened y on the stack */
     const lm_fp16 *y = vy;
@@ -79,7 +79,7 @@ void vec_dot_rows_f16_avx2(int64_t n, int64_t nr, float *s, const void *vx, size
 }
 
 /* Contract: kernels.h. */
-void fp16_to_fp32_row_avx2(const void *vx, float *y, int64_t n)
+void lm_fp16_to_fp32_row_avx2(const void *vx, float *y, int64_t n)
 {
     const lm_fp16 *x = vx;
     int64_t i = 0;
@@ -90,7 +90,7 @@ void fp16_to_fp32_row_avx2(const void *vx, float *y, int64_t n)
 }
 
 /* Contract: kernels.h. */
-void fp32_to_fp16_row_avx2(const float *x, void *vy, int64_t n)
+void lm_fp32_to_fp16_row_avx2(const float *x, void *vy, int64_t n)
 {
     lm_fp16 *y = vy;
     int64_t i = 0;

@@ -147,7 +147,7 @@ static void gemm_by_4(const cols_fn cols[4], int64_t k, float *s, size_t ldc, co
 static const cols_fn q4_cols[4] = {q4_cols_1, q4_cols_2, q4_cols_3, q4_cols_4};
 
 /* Contract: kernels.h. */
-void gemm_q4_0x8_q8_0_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_q4_0x8_q8_0_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                            const int16_t *ysum, int nc)
 {
     gemm_by_4(q4_cols, k, s, ldc, x, y, by, ysum, nc);
@@ -201,7 +201,7 @@ Q8_COLS(4)
 static const cols_fn q8_cols[4] = {q8_cols_1, q8_cols_2, q8_cols_3, q8_cols_4};
 
 /* Contract: kernels.h. */
-void gemm_q8_0x8_q8_0_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_q8_0x8_q8_0_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                            const int16_t *ysum, int nc)
 {
     (void)ysum;
@@ -245,25 +245,25 @@ static inline __attribute__((always_inline)) void q8_rows(const int R, int64_t n
  * at the AVX2 level, bench_ab same run (Intel Xeon with AMX, 2026-12-04,
  * one stream -> R streams): Q4_0 4 groups +6.6 % (8 groups +1.6 %; with 4,
  * L2 prefetch 768 ahead 2.2 % below L1 1024, L1 768 1.7 % below). */
-LM_GEMV_DEFINE(gemv_q4_0x8_q8_0_avx2, 4, k / LM_QK, Q4_GEMV_BODY, 0)
+LM_GEMV_DEFINE(lm_gemv_q4_0x8_q8_0_avx2, 4, k / LM_QK, Q4_GEMV_BODY, 0)
 /* Contract: kernels.h lm_gemv_fn (ysum unused). 8 groups: +7.3 % over one
  * stream (4 groups 1.4 % below 8; L2 768 +0.5 %, L1 2048 -1.4 %). */
-LM_GEMV_DEFINE(gemv_q8_0x8_q8_0_avx2, 8, k / LM_QK, Q8_GEMV_BODY, 0)
+LM_GEMV_DEFINE(lm_gemv_q8_0x8_q8_0_avx2, 8, k / LM_QK, Q8_GEMV_BODY, 0)
 
 /* Fill the GEMM slots of an AVX2-level table. */
 void lm_cpu_gemm_init_avx2(struct lm_cpu_kernels *k)
 {
-    k->type[LM_TYPE_Q4_0].gemm_x8 = gemm_q4_0x8_q8_0_avx2;
-    k->type[LM_TYPE_Q8_0].gemm_x8 = gemm_q8_0x8_q8_0_avx2;
-    k->type[LM_TYPE_Q4_0].gemv_x8 = gemv_q4_0x8_q8_0_avx2;
-    k->type[LM_TYPE_Q8_0].gemv_x8 = gemv_q8_0x8_q8_0_avx2;
-    k->type[LM_TYPE_F16].gemm_x8 = gemm_f16x8_f16_avx2;
-    k->type[LM_TYPE_BF16].gemm_x8 = gemm_bf16x8_f32_avx2;
-    k->type[LM_TYPE_BF16].gemm_from_float = fp32_round_bf16_row_avx2;
-    k->type[LM_TYPE_F32].gemm_x8 = gemm_f32x8_f32_avx2;
-    k->type[LM_TYPE_Q2_K].gemm_x8 = gemm_q2_Kx8_q8_K_avx2;
-    k->type[LM_TYPE_Q3_K].gemm_x8 = gemm_q3_Kx8_q8_K_avx2;
-    k->type[LM_TYPE_Q4_K].gemm_x8 = gemm_q4_Kx8_q8_K_avx2;
-    k->type[LM_TYPE_Q5_K].gemm_x8 = gemm_q5_Kx8_q8_K_avx2;
-    k->type[LM_TYPE_Q6_K].gemm_x8 = gemm_q6_Kx8_q8_K_avx2;
+    k->type[LM_TYPE_Q4_0].gemm_x8 = lm_gemm_q4_0x8_q8_0_avx2;
+    k->type[LM_TYPE_Q8_0].gemm_x8 = lm_gemm_q8_0x8_q8_0_avx2;
+    k->type[LM_TYPE_Q4_0].gemv_x8 = lm_gemv_q4_0x8_q8_0_avx2;
+    k->type[LM_TYPE_Q8_0].gemv_x8 = lm_gemv_q8_0x8_q8_0_avx2;
+    k->type[LM_TYPE_F16].gemm_x8 = lm_gemm_f16x8_f16_avx2;
+    k->type[LM_TYPE_BF16].gemm_x8 = lm_gemm_bf16x8_f32_avx2;
+    k->type[LM_TYPE_BF16].gemm_from_float = lm_fp32_round_bf16_row_avx2;
+    k->type[LM_TYPE_F32].gemm_x8 = lm_gemm_f32x8_f32_avx2;
+    k->type[LM_TYPE_Q2_K].gemm_x8 = lm_gemm_q2_Kx8_q8_K_avx2;
+    k->type[LM_TYPE_Q3_K].gemm_x8 = lm_gemm_q3_Kx8_q8_K_avx2;
+    k->type[LM_TYPE_Q4_K].gemm_x8 = lm_gemm_q4_Kx8_q8_K_avx2;
+    k->type[LM_TYPE_Q5_K].gemm_x8 = lm_gemm_q5_Kx8_q8_K_avx2;
+    k->type[LM_TYPE_Q6_K].gemm_x8 = lm_gemm_q6_Kx8_q8_K_avx2;
 }

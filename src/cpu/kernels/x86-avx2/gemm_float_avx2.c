@@ -166,7 +166,7 @@ static const struct tiles bf16_tiles = {bf16_8x1, bf16_4x2, bf16_4x3, LM_REPACK_
 static const struct tiles f32_tiles = {f32_8x1, f32_4x2, f32_4x3, LM_REPACK_FK, 32};
 
 /* Contract: kernels.h (y: F16 rows; ysum unused). */
-void gemm_f16x8_f16_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_f16x8_f16_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                          const int16_t *ysum, int nc)
 {
     (void)ysum;
@@ -174,7 +174,7 @@ void gemm_f16x8_f16_avx2(int64_t k, float *s, size_t ldc, const void *x, const v
 }
 
 /* Contract: kernels.h (y: F32 rows rounded through BF16; ysum unused). */
-void gemm_bf16x8_f32_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_bf16x8_f32_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                           const int16_t *ysum, int nc)
 {
     (void)ysum;
@@ -182,7 +182,7 @@ void gemm_bf16x8_f32_avx2(int64_t k, float *s, size_t ldc, const void *x, const 
 }
 
 /* Contract: kernels.h (y: F32 rows; ysum unused). */
-void gemm_f32x8_f32_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_f32x8_f32_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                          const int16_t *ysum, int nc)
 {
     (void)ysum;
@@ -191,7 +191,7 @@ void gemm_f32x8_f32_avx2(int64_t k, float *s, size_t ldc, const void *x, const v
 
 /* Contract: gemm.h. The arithmetic of lm_fp32_to_bf16 on 8 lanes: add
  * 0x7fff + (bit 16) and clear the low half; NaN: set the quiet bit instead. */
-void fp32_round_bf16_row_avx2(const float *x, void *vy, int64_t n)
+void lm_fp32_round_bf16_row_avx2(const float *x, void *vy, int64_t n)
 {
     float *y = vy;
     const __m256i hi = _mm256_set1_epi32((int)0xffff0000u), one = _mm256_set1_epi32(1);

@@ -202,9 +202,9 @@ static inline __attribute__((always_inline)) void q5k_sub(const struct lm_block_
     }
 
 /* Contract: kernels.h. */
-K4_GEMM(gemm_q4_Kx8_q8_K_avx2, q4k, lm_block_q4_Kx8)
+K4_GEMM(lm_gemm_q4_Kx8_q8_K_avx2, q4k, lm_block_q4_Kx8)
 /* Contract: kernels.h. */
-K4_GEMM(gemm_q5_Kx8_q8_K_avx2, q5k, lm_block_q5_Kx8)
+K4_GEMM(lm_gemm_q5_Kx8_q8_K_avx2, q5k, lm_block_q5_Kx8)
 
 /* ---- 16-element sub-blocks: Q2_K, Q3_K, Q6_K ----
  * Sub-block j (0..15) is 4 code registers (elements 16j..16j+15 of the 8
@@ -374,8 +374,8 @@ static inline __attribute__((always_inline)) void k16_cols(enum k16 t, const voi
     }
 
 /* Contract: kernels.h. */
-K16_GEMM(gemm_q2_Kx8_q8_K_avx2, q2k, K16_Q2, lm_block_q2_Kx8, w->dmin)
+K16_GEMM(lm_gemm_q2_Kx8_q8_K_avx2, q2k, K16_Q2, lm_block_q2_Kx8, w->dmin)
 /* Contract: kernels.h. */
-K16_GEMM(gemm_q3_Kx8_q8_K_avx2, q3k, K16_Q3, lm_block_q3_Kx8, NULL)
+K16_GEMM(lm_gemm_q3_Kx8_q8_K_avx2, q3k, K16_Q3, lm_block_q3_Kx8, NULL)
 /* Contract: kernels.h. */
-K16_GEMM(gemm_q6_Kx8_q8_K_avx2, q6k, K16_Q6, lm_block_q6_Kx8, NULL)
+K16_GEMM(lm_gemm_q6_Kx8_q8_K_avx2, q6k, K16_Q6, lm_block_q6_Kx8, NULL)

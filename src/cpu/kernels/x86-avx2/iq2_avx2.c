@@ -45,7 +45,7 @@ static inline __m256i signed_products(__m256i g, __m256i neg, __m256i y)
 }
 
 /* Contract: kernels.h. */
-void vec_dot_iq2_xxs_q8_K_avx2(int64_t n, float *s, const void *vx, const void *vy)
+void lm_vec_dot_iq2_xxs_q8_K_avx2(int64_t n, float *s, const void *vx, const void *vy)
 {
     const struct lm_block_iq2_xxs *x = vx;
     const struct lm_block_q8_K *y = vy;
@@ -72,7 +72,7 @@ void vec_dot_iq2_xxs_q8_K_avx2(int64_t n, float *s, const void *vx, const void *
 }
 
 /* Contract: kernels.h. */
-void vec_dot_iq2_xs_q8_K_avx2(int64_t n, float *s, const void *vx, const void *vy)
+void lm_vec_dot_iq2_xs_q8_K_avx2(int64_t n, float *s, const void *vx, const void *vy)
 {
     const struct lm_block_iq2_xs *x = vx;
     const struct lm_block_q8_K *y = vy;
@@ -172,7 +172,7 @@ static inline int32_t sb_dot(const struct sb *b, const int8_t *q8)
 }
 
 /* Contract: kernels.h (lm_vec_dot_cols_fn). */
-LM_IQ2_COLS_KERNEL(vec_dot_cols_iq2_xxs_q8_K_avx2, struct lm_block_iq2_xxs, sb_xxs)
+LM_IQ2_COLS_KERNEL(lm_vec_dot_cols_iq2_xxs_q8_K_avx2, struct lm_block_iq2_xxs, sb_xxs)
 
 /* Contract: kernels.h (lm_vec_dot_cols_fn). */
-LM_IQ2_COLS_KERNEL(vec_dot_cols_iq2_xs_q8_K_avx2, struct lm_block_iq2_xs, sb_xs)
+LM_IQ2_COLS_KERNEL(lm_vec_dot_cols_iq2_xs_q8_K_avx2, struct lm_block_iq2_xs, sb_xs)

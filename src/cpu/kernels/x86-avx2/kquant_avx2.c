@@ -61,7 +61,7 @@ static inline __m256i acc16(__m256i sumi, __m256i sh, int k, __m256i q, __m256i 
 }
 
 /* Contract: kernels.h. */
-void vec_dot_q2_K_q8_K_avx2(int64_t n, float *s, const void *vx, const void *vy)
+void lm_vec_dot_q2_K_q8_K_avx2(int64_t n, float *s, const void *vx, const void *vy)
 {
     const struct lm_block_q2_K *x = vx;
     const struct lm_block_q8_K *y = vy;
@@ -94,7 +94,7 @@ void vec_dot_q2_K_q8_K_avx2(int64_t n, float *s, const void *vx, const void *vy)
 static inline __m256i q3_K_scales(const uint8_t *sc) { return _mm256_cvtepi8_epi16(x86_q3_K_scales(sc)); }
 
 /* Contract: kernels.h. */
-void vec_dot_q3_K_q8_K_avx2(int64_t n, float *s, const void *vx, const void *vy)
+void lm_vec_dot_q3_K_q8_K_avx2(int64_t n, float *s, const void *vx, const void *vy)
 {
     const struct lm_block_q3_K *x = vx;
     const struct lm_block_q8_K *y = vy;
@@ -126,7 +126,7 @@ void vec_dot_q3_K_q8_K_avx2(int64_t n, float *s, const void *vx, const void *vy)
 }
 
 /* Contract: kernels.h. */
-void vec_dot_q6_K_q8_K_avx2(int64_t n, float *s, const void *vx, const void *vy)
+void lm_vec_dot_q6_K_q8_K_avx2(int64_t n, float *s, const void *vx, const void *vy)
 {
     const struct lm_block_q6_K *x = vx;
     const struct lm_block_q8_K *y = vy;
@@ -205,7 +205,7 @@ static inline __m256i acc32(__m256i sumi, __m256i sc, int j, __m256i q, __m256i 
 }
 
 /* Contract: kernels.h. */
-void vec_dot_q4_K_q8_K_avx2(int64_t n, float *s, const void *vx, const void *vy)
+void lm_vec_dot_q4_K_q8_K_avx2(int64_t n, float *s, const void *vx, const void *vy)
 {
     const struct lm_block_q4_K *x = vx;
     const struct lm_block_q8_K *y = vy;
@@ -227,7 +227,7 @@ void vec_dot_q4_K_q8_K_avx2(int64_t n, float *s, const void *vx, const void *vy)
 }
 
 /* Contract: kernels.h. */
-void vec_dot_q5_K_q8_K_avx2(int64_t n, float *s, const void *vx, const void *vy)
+void lm_vec_dot_q5_K_q8_K_avx2(int64_t n, float *s, const void *vx, const void *vy)
 {
     const struct lm_block_q5_K *x = vx;
     const struct lm_block_q8_K *y = vy;

@@ -110,8 +110,8 @@ static inline __m256 one_block(const void *dm, const void *ds, __m256i isum, __m
     }
 
 /* Contracts: kernels.h. */
-DOT0_KERNEL(vec_dot_q4_0_q8_0_avx2, struct lm_block_q4_0, isum_q4_0)
-DOT0_KERNEL(vec_dot_q5_0_q8_0_avx2, struct lm_block_q5_0, isum_q5_0)
-DOT0_KERNEL(vec_dot_q8_0_q8_0_avx2, struct lm_block_q8_0, isum_q8_0)
-DOT1_KERNEL(vec_dot_q4_1_q8_1_avx2, struct lm_block_q4_1, isum_q4_1)
-DOT1_KERNEL(vec_dot_q5_1_q8_1_avx2, struct lm_block_q5_1, isum_q5_1)
+DOT0_KERNEL(lm_vec_dot_q4_0_q8_0_avx2, struct lm_block_q4_0, isum_q4_0)
+DOT0_KERNEL(lm_vec_dot_q5_0_q8_0_avx2, struct lm_block_q5_0, isum_q5_0)
+DOT0_KERNEL(lm_vec_dot_q8_0_q8_0_avx2, struct lm_block_q8_0, isum_q8_0)
+DOT1_KERNEL(lm_vec_dot_q4_1_q8_1_avx2, struct lm_block_q4_1, isum_q4_1)
+DOT1_KERNEL(lm_vec_dot_q5_1_q8_1_avx2, struct lm_block_q5_1, isum_q5_1)

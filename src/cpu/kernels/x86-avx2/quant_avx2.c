@@ -60,7 +60,7 @@ static inline float q8_block_even(const float *x, lm_fp16 *d_out, int8_t *qs, in
 }
 
 /* Contract: kernels.h. */
-void quantize_row_q8_0_avx2(const float *x, void *vy, int64_t n)
+void lm_quantize_row_q8_0_avx2(const float *x, void *vy, int64_t n)
 {
     struct lm_block_q8_0 *y = vy;
     for (int64_t b = 0; b < n / LM_QK; b++)
@@ -68,7 +68,7 @@ void quantize_row_q8_0_avx2(const float *x, void *vy, int64_t n)
 }
 
 /* Contract: kernels.h. */
-void quantize_row_q8_1_avx2(const float *x, void *vy, int64_t n)
+void lm_quantize_row_q8_1_avx2(const float *x, void *vy, int64_t n)
 {
     struct lm_block_q8_1 *y = vy;
     for (int64_t b = 0; b < n / LM_QK; b++) {
@@ -126,7 +126,7 @@ static inline void k_bsums(const __m256i q[8], int16_t *bsums)
 }
 
 /* Contract: kernels.h. */
-void quantize_row_q8_K_avx2(const float *x, void *vy, int64_t n)
+void lm_quantize_row_q8_K_avx2(const float *x, void *vy, int64_t n)
 {
     struct lm_block_q8_K *y = vy;
     const __m256 sign = _mm256_set1_ps(-0.0f);
@@ -161,7 +161,7 @@ void quantize_row_q8_K_avx2(const float *x, void *vy, int64_t n)
 /* ---- decoders ---- */
 
 /* Contract: kernels.h. */
-void dequantize_row_q4_0_avx2(const void *vx, float *y, int64_t n)
+void lm_dequantize_row_q4_0_avx2(const void *vx, float *y, int64_t n)
 {
     const struct lm_block_q4_0 *x = vx;
     for (int64_t b = 0; b < n / LM_QK; b++, y += LM_QK) {
@@ -176,7 +176,7 @@ void dequantize_row_q4_0_avx2(const void *vx, float *y, int64_t n)
 }
 
 /* Contract: kernels.h. */
-void dequantize_row_q8_0_avx2(const void *vx, float *y, int64_t n)
+void lm_dequantize_row_q8_0_avx2(const void *vx, float *y, int64_t n)
 {
     const struct lm_block_q8_0 *x = vx;
     for (int64_t b = 0; b < n / LM_QK; b++, y += LM_QK) {

@@ -147,25 +147,25 @@ _Static_assert(offsetof(struct lm_block_q4_1, qs) == 4 && offsetof(struct lm_blo
                "nib_row field offsets");
 
 /* Contract: kernels.h (to_float). */
-void dequantize_row_q4_0_avx512(const void *x, float *y, int64_t n)
+void lm_dequantize_row_q4_0_avx512(const void *x, float *y, int64_t n)
 {
     nib_row(x, y, n / LM_QK, sizeof(struct lm_block_q4_0), 0, 0, -8.0f);
 }
 
 /* Contract: kernels.h (to_float). */
-void dequantize_row_q4_1_avx512(const void *x, float *y, int64_t n)
+void lm_dequantize_row_q4_1_avx512(const void *x, float *y, int64_t n)
 {
     nib_row(x, y, n / LM_QK, sizeof(struct lm_block_q4_1), 1, 0, 0.0f);
 }
 
 /* Contract: kernels.h (to_float). */
-void dequantize_row_q5_0_avx512(const void *x, float *y, int64_t n)
+void lm_dequantize_row_q5_0_avx512(const void *x, float *y, int64_t n)
 {
     nib_row(x, y, n / LM_QK, sizeof(struct lm_block_q5_0), 0, 1, -16.0f);
 }
 
 /* Contract: kernels.h (to_float). */
-void dequantize_row_q5_1_avx512(const void *x, float *y, int64_t n)
+void lm_dequantize_row_q5_1_avx512(const void *x, float *y, int64_t n)
 {
     nib_row(x, y, n / LM_QK, sizeof(struct lm_block_q5_1), 1, 1, 0.0f);
 }
@@ -180,7 +180,7 @@ static ALWAYS_INLINE void q8_block(const int8_t *qs, __m512 d, float *y)
 }
 
 /* Contract: kernels.h (to_float). */
-void dequantize_row_q8_0_avx512(const void *vx, float *y, int64_t n)
+void lm_dequantize_row_q8_0_avx512(const void *vx, float *y, int64_t n)
 {
     const struct lm_block_q8_0 *x = vx;
     const int64_t nb = n / LM_QK;
@@ -224,7 +224,7 @@ static ALWAYS_INLINE void store_dqm(float *y, const float *d, const float *m, __
 }
 
 /* Contract: kernels.h (to_float). */
-void dequantize_row_q4_K_avx512(const void *vx, float *y, int64_t n)
+void lm_dequantize_row_q4_K_avx512(const void *vx, float *y, int64_t n)
 {
     const struct lm_block_q4_K *x = vx;
     const __m512 tab = table_from(0.0f);
@@ -243,7 +243,7 @@ void dequantize_row_q4_K_avx512(const void *vx, float *y, int64_t n)
 }
 
 /* Contract: kernels.h (to_float). */
-void dequantize_row_q5_K_avx512(const void *vx, float *y, int64_t n)
+void lm_dequantize_row_q5_K_avx512(const void *vx, float *y, int64_t n)
 {
     const struct lm_block_q5_K *x = vx;
     const __m512 tab = table_from(0.0f), c16 = _mm512_set1_ps(16.0f);
@@ -273,7 +273,7 @@ void dequantize_row_q5_K_avx512(const void *vx, float *y, int64_t n)
 }
 
 /* Contract: kernels.h (to_float). */
-void dequantize_row_q2_K_avx512(const void *vx, float *y, int64_t n)
+void lm_dequantize_row_q2_K_avx512(const void *vx, float *y, int64_t n)
 {
     const struct lm_block_q2_K *x = vx;
     const __m512 tab = table2_from(0.0f);
@@ -309,7 +309,7 @@ static ALWAYS_INLINE void k3_scales(const uint8_t *sc, const void *d, float *s)
 }
 
 /* Contract: kernels.h (to_float). */
-void dequantize_row_q3_K_avx512(const void *vx, float *y, int64_t n)
+void lm_dequantize_row_q3_K_avx512(const void *vx, float *y, int64_t n)
 {
     const struct lm_block_q3_K *x = vx;
     const __m512 tab = table2_from(-4.0f), c4 = _mm512_set1_ps(4.0f);
@@ -352,7 +352,7 @@ static ALWAYS_INLINE void q6_codes(const uint8_t *ql, const uint8_t *qh, int8_t 
 }
 
 /* Contract: kernels.h (to_float). */
-void dequantize_row_q6_K_avx512(const void *vx, float *y, int64_t n)
+void lm_dequantize_row_q6_K_avx512(const void *vx, float *y, int64_t n)
 {
     const struct lm_block_q6_K *x = vx;
     for (int64_t b = 0; b < n / LM_QK_K; b++) {

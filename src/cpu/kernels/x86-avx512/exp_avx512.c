@@ -38,7 +38,7 @@ static inline __m512 exp_or_nan(__m512 t)
 }
 
 /* Contract: kernels.h. */
-double exp_sum_avx512(int64_t n, float *y, const float *x, float max)
+double lm_exp_sum_avx512(int64_t n, float *y, const float *x, float max)
 {
     const __m512 vmax = _mm512_set1_ps(max);
     __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
@@ -72,7 +72,7 @@ static inline __m512 gelu16(__m512 x)
 }
 
 /* Contract: kernels.h. */
-void gelu_avx512(int64_t n, float *y, const float *x)
+void lm_gelu_avx512(int64_t n, float *y, const float *x)
 {
     int64_t i = 0;
     for (; i + 16 <= n; i += 16)

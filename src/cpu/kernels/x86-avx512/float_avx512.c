@@ -97,10 +97,10 @@ static ALWAYS_INLINE void dot_f32(const int R, int64_t n, float *s, const void *
 }
 
 /* Contract: kernels.h. */
-void vec_dot_f32_avx512(int64_t n, float *s, const void *x, const void *y) { dot_f32(1, n, s, x, 0, y); }
+void lm_vec_dot_f32_avx512(int64_t n, float *s, const void *x, const void *y) { dot_f32(1, n, s, x, 0, y); }
 
-/* Contract: kernels.h (lm_vec_dot_rows_fn); each s[r] has vec_dot_f32_avx512's bits. */
-void vec_dot_rows_f32_avx512(int64_t n, int64_t nr, float *s, const void *x, size_t bx, const void *y)
+/* Contract: kernels.h (lm_vec_dot_rows_fn); each s[r] has lm_vec_dot_f32_avx512's bits. */
+void lm_vec_dot_rows_f32_avx512(int64_t n, int64_t nr, float *s, const void *x, size_t bx, const void *y)
 {
     int64_t r = 0;
     for (; r + ROWS_MAX <= nr; r += ROWS_MAX)
@@ -167,12 +167,12 @@ static ALWAYS_INLINE void dot_f16(const int R, int64_t n, float *s, const void *
 }
 
 /* Contract: kernels.h. */
-void vec_dot_f16_avx512(int64_t n, float *s, const void *x, const void *y) { dot_f16(1, n, s, x, 0, y, NULL); }
+void lm_vec_dot_f16_avx512(int64_t n, float *s, const void *x, const void *y) { dot_f16(1, n, s, x, 0, y, NULL); }
 
 /* Contract: kernels.h (lm_vec_dot_rows_fn). y widened once into a stack
  * buffer (n <= 4096; longer rows convert y per group of rows), then groups of
- * 4 rows: every result has vec_dot_f16_avx512's bits. */
-void vec_dot_rows_f16_avx512(int64_t n, int64_t nr, float *s, const void *x, size_t bx, const void *vy)
+ * 4 rows: every result has lm_vec_dot_f16_avx512's bits. */
+void lm_vec_dot_rows_f16_avx512(int64_t n, int64_t nr, float *s, const void *x, size_t bx, const void *vy)
 {
     enum { MAX_N = 4096 }; /* 16 KiB of widened y on the stack */
     const lm_fp16 *y = vy;
@@ -239,11 +239,11 @@ static ALWAYS_INLINE void dot_bf16(const int R, int64_t n, float *s, const void 
 }
 
 /* Contract: kernels.h; needs AVX512_BF16. */
-void vec_dot_bf16_avx512(int64_t n, float *s, const void *x, const void *y) { dot_bf16(1, n, s, x, 0, y); }
+void lm_vec_dot_bf16_avx512(int64_t n, float *s, const void *x, const void *y) { dot_bf16(1, n, s, x, 0, y); }
 
 /* Contract: kernels.h (lm_vec_dot_rows_fn); needs AVX512_BF16. Each s[r]
- * has vec_dot_bf16_avx512's bits. */
-void vec_dot_rows_bf16_avx512(int64_t n, int64_t nr, float *s, const void *x, size_t bx, const void *y)
+ * has lm_vec_dot_bf16_avx512's bits. */
+void lm_vec_dot_rows_bf16_avx512(int64_t n, int64_t nr, float *s, const void *x, size_t bx, const void *y)
 {
     int64_t r = 0;
     for (; r + ROWS_MAX <= nr; r += ROWS_MAX)

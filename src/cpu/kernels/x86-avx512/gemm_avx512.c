@@ -327,8 +327,8 @@ static void q8_0_col1(int64_t nb, const void *w, const void *a, const int16_t *y
 #define LEGACY_GEMV_BODY(Q8, R) legacy_col1(Q8, R, c->n, x, c->group_bytes, c->y, c->ysum, s)
 
 /* Contract: kernels.h lm_gemv_fn (reads ysum); 8 groups at a time. */
-LM_GEMV_DEFINE(gemv_q4_0x8_q8_0_avx512, 8, k / LM_QK, LEGACY_GEMV_BODY, false)
-LM_GEMV_DEFINE(gemv_q8_0x8_q8_0_avx512, 8, k / LM_QK, LEGACY_GEMV_BODY, true)
+LM_GEMV_DEFINE(lm_gemv_q4_0x8_q8_0_avx512, 8, k / LM_QK, LEGACY_GEMV_BODY, false)
+LM_GEMV_DEFINE(lm_gemv_q8_0x8_q8_0_avx512, 8, k / LM_QK, LEGACY_GEMV_BODY, true)
 
 /* nc (1..16) columns as (nc + 1) / 2 pairs, one instance per pair count. */
 #define LEGACY_GEMM(NAME, Q8, COL1, FALLBACK)                                                                     \
@@ -358,26 +358,26 @@ LM_GEMV_DEFINE(gemv_q8_0x8_q8_0_avx512, 8, k / LM_QK, LEGACY_GEMV_BODY, true)
     }
 
 /* Contract: kernels.h (reads ysum). */
-LEGACY_GEMM(gemm_q4_0x8_q8_0_avx512, false, q4_0_col1, gemm_q4_0x8_q8_0_avx2)
+LEGACY_GEMM(lm_gemm_q4_0x8_q8_0_avx512, false, q4_0_col1, lm_gemm_q4_0x8_q8_0_avx2)
 /* Contract: kernels.h (reads ysum: the table sets gemm_sums for Q8_0). */
-LEGACY_GEMM(gemm_q8_0x8_q8_0_avx512, true, q8_0_col1, gemm_q8_0x8_q8_0_avx2)
+LEGACY_GEMM(lm_gemm_q8_0x8_q8_0_avx512, true, q8_0_col1, lm_gemm_q8_0x8_q8_0_avx2)
 
 /* Fill the integer GEMM slots of an AVX-512-level table. */
 void lm_cpu_gemm_init_avx512_int8(struct lm_cpu_kernels *k)
 {
-    k->type[LM_TYPE_Q4_0].gemm_x8 = gemm_q4_0x8_q8_0_avx512;
-    k->type[LM_TYPE_Q8_0].gemm_x8 = gemm_q8_0x8_q8_0_avx512;
+    k->type[LM_TYPE_Q4_0].gemm_x8 = lm_gemm_q4_0x8_q8_0_avx512;
+    k->type[LM_TYPE_Q8_0].gemm_x8 = lm_gemm_q8_0x8_q8_0_avx512;
     k->type[LM_TYPE_Q8_0].gemm_sums = true;
-    k->type[LM_TYPE_Q4_0].gemv_x8 = gemv_q4_0x8_q8_0_avx512;
-    k->type[LM_TYPE_Q8_0].gemv_x8 = gemv_q8_0x8_q8_0_avx512;
-    k->type[LM_TYPE_Q2_K].gemm_x8 = gemm_q2_Kx8_q8_K_avx512;
-    k->type[LM_TYPE_Q3_K].gemm_x8 = gemm_q3_Kx8_q8_K_avx512;
-    k->type[LM_TYPE_Q4_K].gemm_x8 = gemm_q4_Kx8_q8_K_avx512;
-    k->type[LM_TYPE_Q5_K].gemm_x8 = gemm_q5_Kx8_q8_K_avx512;
-    k->type[LM_TYPE_Q6_K].gemm_x8 = gemm_q6_Kx8_q8_K_avx512;
-    k->type[LM_TYPE_Q2_K].gemv_x8 = gemv_q2_Kx8_q8_K_avx512;
-    k->type[LM_TYPE_Q3_K].gemv_x8 = gemv_q3_Kx8_q8_K_avx512;
-    k->type[LM_TYPE_Q4_K].gemv_x8 = gemv_q4_Kx8_q8_K_avx512;
-    k->type[LM_TYPE_Q5_K].gemv_x8 = gemv_q5_Kx8_q8_K_avx512;
-    k->type[LM_TYPE_Q6_K].gemv_x8 = gemv_q6_Kx8_q8_K_avx512;
+    k->type[LM_TYPE_Q4_0].gemv_x8 = lm_gemv_q4_0x8_q8_0_avx512;
+    k->type[LM_TYPE_Q8_0].gemv_x8 = lm_gemv_q8_0x8_q8_0_avx512;
+    k->type[LM_TYPE_Q2_K].gemm_x8 = lm_gemm_q2_Kx8_q8_K_avx512;
+    k->type[LM_TYPE_Q3_K].gemm_x8 = lm_gemm_q3_Kx8_q8_K_avx512;
+    k->type[LM_TYPE_Q4_K].gemm_x8 = lm_gemm_q4_Kx8_q8_K_avx512;
+    k->type[LM_TYPE_Q5_K].gemm_x8 = lm_gemm_q5_Kx8_q8_K_avx512;
+    k->type[LM_TYPE_Q6_K].gemm_x8 = lm_gemm_q6_Kx8_q8_K_avx512;
+    k->type[LM_TYPE_Q2_K].gemv_x8 = lm_gemv_q2_Kx8_q8_K_avx512;
+    k->type[LM_TYPE_Q3_K].gemv_x8 = lm_gemv_q3_Kx8_q8_K_avx512;
+    k->type[LM_TYPE_Q4_K].gemv_x8 = lm_gemv_q4_Kx8_q8_K_avx512;
+    k->type[LM_TYPE_Q5_K].gemv_x8 = lm_gemv_q5_Kx8_q8_K_avx512;
+    k->type[LM_TYPE_Q6_K].gemv_x8 = lm_gemv_q6_Kx8_q8_K_avx512;
 }

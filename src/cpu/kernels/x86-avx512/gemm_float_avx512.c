@@ -14,23 +14,23 @@
  * so each tile widens a chunk's weights once for up to 6 columns.
  *
  * Activation rows (gemm_vt F32, but for the dpbf16 kernel):
- *   F16 weights: F32 rows rounded through F16 (fp32_round_fp16_row_avx512,
+ *   F16 weights: F32 rows rounded through F16 (lm_fp32_round_fp16_row_avx512,
  *     fp16->fp32(fp32->fp16(x)), RNE: the values of the F16 rows of the other
  *     levels), read with vbroadcastf32x8 (a load, no ALU op): the weights'
  *     vcvtph2ps is the only conversion, once per chunk and tile.
  *   BF16 weights: F32 rows rounded through BF16 (the AVX2 level's encoder,
  *     unchanged); weights widened by one shift (elements 0..7 of a chunk) or
  *     one mask (8..15) of the same 64 bytes, two passes per chunk.
- *     gemm_bf16x8_f32_avx512bf16 (the table's on AMD, see below) reads pair
- *     rows instead (gemm_vt BF16, fp32_to_bf16_pairs_row_avx512: word 2t,
+ *     lm_gemm_bf16x8_f32_avx512bf16 (the table's on AMD, see below) reads pair
+ *     rows instead (gemm_vt BF16, lm_fp32_to_bf16_pairs_row_avx512: word 2t,
  *     2t+1 = a[16j+t], a[16j+8+t] as the weights pair them): one 32-byte
  *     broadcast per column and chunk, then vdpbf16ps.
  *   F32 weights: F32 rows.
  *
  * Numerics: F16 and BF16 products are exact in F32, each lane sums in the
  * generic kernel's element order and the lanes are added in its order
- * ((0+4)+(2+6)) + ((1+5)+(3+7)), so gemm_f16x8_f32_avx512 and
- * gemm_bf16x8_f32_avx512 give the generic kernels' bits (tested); F32 differs
+ * ((0+4)+(2+6)) + ((1+5)+(3+7)), so lm_gemm_f16x8_f32_avx512 and
+ * lm_gemm_bf16x8_f32_avx512 give the generic kernels' bits (tested); F32 differs
  * by FMA (no rounding of the product) only. vdpbf16ps ignores MXCSR: it
  * rounds to nearest even and treats denormal inputs and outputs as zero;
  * each lane adds a pair's products one after the other, so it differs from
@@ -92,7 +92,7 @@ static inline __m512 loadw(enum wkind kind, const char *p, int h)
 
 /* The activations of chunk j (pass h) of the row at y, in both halves: F32
  * rows, or for the dpbf16 kernel the 32 bytes of the pair row
- * (fp32_to_bf16_pairs_row_avx512): a load, no ALU op. */
+ * (lm_fp32_to_bf16_pairs_row_avx512): a load, no ALU op. */
 static inline __m512 loada(enum wkind kind, const float *y, int64_t j, int h)
 {
     if (kind == W_BF16DP)
@@ -226,13 +226,13 @@ static inline __attribute__((always_inline)) void gemv_tile(enum wkind kind, con
               (const float *)c->y, s)
 
 /* Contract: kernels.h lm_gemv_fn (ysum unused; the gemm_x8 kernels' activation rows below); 4 groups at a time. */
-LM_GEMV_DEFINE(gemv_f16x8_f32_avx512, 4, k / CE_OF(W_F16), FLOAT_GEMV_BODY, W_F16)
-LM_GEMV_DEFINE(gemv_bf16x8_f32_avx512bf16, 4, k / CE_OF(W_BF16DP), FLOAT_GEMV_BODY, W_BF16DP)
-LM_GEMV_DEFINE(gemv_bf16x8_f32_avx512, 4, k / CE_OF(W_BF16), FLOAT_GEMV_BODY, W_BF16)
-LM_GEMV_DEFINE(gemv_f32x8_f32_avx512, 4, k / CE_OF(W_F32), FLOAT_GEMV_BODY, W_F32)
+LM_GEMV_DEFINE(lm_gemv_f16x8_f32_avx512, 4, k / CE_OF(W_F16), FLOAT_GEMV_BODY, W_F16)
+LM_GEMV_DEFINE(lm_gemv_bf16x8_f32_avx512bf16, 4, k / CE_OF(W_BF16DP), FLOAT_GEMV_BODY, W_BF16DP)
+LM_GEMV_DEFINE(lm_gemv_bf16x8_f32_avx512, 4, k / CE_OF(W_BF16), FLOAT_GEMV_BODY, W_BF16)
+LM_GEMV_DEFINE(lm_gemv_f32x8_f32_avx512, 4, k / CE_OF(W_F32), FLOAT_GEMV_BODY, W_F32)
 
 /* Contract: kernels.h (y: F32 rows rounded through F16; ysum unused). */
-void gemm_f16x8_f32_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_f16x8_f32_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                            const int16_t *ysum, int nc)
 {
     (void)ysum;
@@ -240,7 +240,7 @@ void gemm_f16x8_f32_avx512(int64_t k, float *s, size_t ldc, const void *x, const
 }
 
 /* Contract: kernels.h (y: F32 rows rounded through BF16; ysum unused). */
-void gemm_bf16x8_f32_avx512bf16(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_bf16x8_f32_avx512bf16(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                                 const int16_t *ysum, int nc)
 {
     (void)ysum;
@@ -248,7 +248,7 @@ void gemm_bf16x8_f32_avx512bf16(int64_t k, float *s, size_t ldc, const void *x, 
 }
 
 /* Contract: kernels.h (y: F32 rows rounded through BF16; ysum unused). */
-void gemm_bf16x8_f32_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_bf16x8_f32_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                             const int16_t *ysum, int nc)
 {
     (void)ysum;
@@ -256,7 +256,7 @@ void gemm_bf16x8_f32_avx512(int64_t k, float *s, size_t ldc, const void *x, cons
 }
 
 /* Contract: kernels.h (y: F32 rows; ysum unused). */
-void gemm_f32x8_f32_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+void lm_gemm_f32x8_f32_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                            const int16_t *ysum, int nc)
 {
     (void)ysum;
@@ -266,7 +266,7 @@ void gemm_f32x8_f32_avx512(int64_t k, float *s, size_t ldc, const void *x, const
 /* Contract: gemm.h. Per 16 elements: the RNE rounding of lm_fp32_to_bf16
  * (integer adds, NaN made quiet), truncated to words (vpmovdw), then the
  * words of elements t and 8 + t interleaved (the weights' pairing). */
-void fp32_to_bf16_pairs_row_avx512(const float *x, void *vy, int64_t n)
+void lm_fp32_to_bf16_pairs_row_avx512(const float *x, void *vy, int64_t n)
 {
     char *y = vy;
     const __m512i one = _mm512_set1_epi32(1), bias = _mm512_set1_epi32(0x7fff), quiet = _mm512_set1_epi32(64);
@@ -287,7 +287,7 @@ void fp32_to_bf16_pairs_row_avx512(const float *x, void *vy, int64_t n)
 /* Contract: gemm.h. vcvtps2ph (RNE, immediate rounding) then vcvtph2ps: the
  * bits of lm_fp32_to_fp16 / lm_fp16_to_fp32 (NaN: quiet, payload's top bits
  * kept by both); the tail by a masked load and store. */
-void fp32_round_fp16_row_avx512(const float *x, void *vy, int64_t n)
+void lm_fp32_round_fp16_row_avx512(const float *x, void *vy, int64_t n)
 {
     float *y = vy;
     int64_t i = 0;
@@ -311,20 +311,20 @@ void fp32_round_fp16_row_avx512(const float *x, void *vy, int64_t n)
  * comment). */
 void lm_cpu_gemm_init_avx512_float(struct lm_cpu_kernels *k)
 {
-    k->type[LM_TYPE_F16].gemm_x8 = gemm_f16x8_f32_avx512;
-    k->type[LM_TYPE_F16].gemv_x8 = gemv_f16x8_f32_avx512;
+    k->type[LM_TYPE_F16].gemm_x8 = lm_gemm_f16x8_f32_avx512;
+    k->type[LM_TYPE_F16].gemv_x8 = lm_gemv_f16x8_f32_avx512;
     k->type[LM_TYPE_F16].gemm_vt = LM_TYPE_F32;
-    k->type[LM_TYPE_F16].gemm_from_float = fp32_round_fp16_row_avx512;
+    k->type[LM_TYPE_F16].gemm_from_float = lm_fp32_round_fp16_row_avx512;
     const struct lm_cpu_features *f = lm_cpu_features();
     if (f->avx512bf16 && f->amd) {
-        k->type[LM_TYPE_BF16].gemm_x8 = gemm_bf16x8_f32_avx512bf16;
-        k->type[LM_TYPE_BF16].gemv_x8 = gemv_bf16x8_f32_avx512bf16;
+        k->type[LM_TYPE_BF16].gemm_x8 = lm_gemm_bf16x8_f32_avx512bf16;
+        k->type[LM_TYPE_BF16].gemv_x8 = lm_gemv_bf16x8_f32_avx512bf16;
         k->type[LM_TYPE_BF16].gemm_vt = LM_TYPE_BF16; /* the pair rows' size: 2 bytes per element */
-        k->type[LM_TYPE_BF16].gemm_from_float = fp32_to_bf16_pairs_row_avx512;
+        k->type[LM_TYPE_BF16].gemm_from_float = lm_fp32_to_bf16_pairs_row_avx512;
     } else {
-        k->type[LM_TYPE_BF16].gemm_x8 = gemm_bf16x8_f32_avx512;
-        k->type[LM_TYPE_BF16].gemv_x8 = gemv_bf16x8_f32_avx512;
+        k->type[LM_TYPE_BF16].gemm_x8 = lm_gemm_bf16x8_f32_avx512;
+        k->type[LM_TYPE_BF16].gemv_x8 = lm_gemv_bf16x8_f32_avx512;
     }
-    k->type[LM_TYPE_F32].gemm_x8 = gemm_f32x8_f32_avx512;
-    k->type[LM_TYPE_F32].gemv_x8 = gemv_f32x8_f32_avx512;
+    k->type[LM_TYPE_F32].gemm_x8 = lm_gemm_f32x8_f32_avx512;
+    k->type[LM_TYPE_F32].gemv_x8 = lm_gemv_f32x8_f32_avx512;
 }

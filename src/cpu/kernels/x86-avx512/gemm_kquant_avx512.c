@@ -425,11 +425,11 @@ static inline __attribute__((always_inline)) void kq_gemv(enum kt t, const int R
 #define KQ_GEMV_BODY(T, R) kq_gemv(T, R, c->n, x, c->group_bytes, c->y, s)
 
 /* Contract: kernels.h lm_gemv_fn (ysum unused); 4 groups at a time. */
-LM_GEMV_DEFINE(gemv_q2_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q2)
-LM_GEMV_DEFINE(gemv_q3_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q3)
-LM_GEMV_DEFINE(gemv_q4_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q4)
-LM_GEMV_DEFINE(gemv_q5_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q5)
-LM_GEMV_DEFINE(gemv_q6_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q6)
+LM_GEMV_DEFINE(lm_gemv_q2_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q2)
+LM_GEMV_DEFINE(lm_gemv_q3_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q3)
+LM_GEMV_DEFINE(lm_gemv_q4_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q4)
+LM_GEMV_DEFINE(lm_gemv_q5_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q5)
+LM_GEMV_DEFINE(lm_gemv_q6_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q6)
 
 /* One instance per column count. */
 #define KQ_GEMM(NAME, T)                                                                                          \
@@ -458,12 +458,12 @@ LM_GEMV_DEFINE(gemv_q6_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q6)
     }
 
 /* Contract: kernels.h (ysum unused). */
-KQ_GEMM(gemm_q2_Kx8_q8_K_avx512, KT_Q2)
+KQ_GEMM(lm_gemm_q2_Kx8_q8_K_avx512, KT_Q2)
 /* Contract: kernels.h (ysum unused). */
-KQ_GEMM(gemm_q3_Kx8_q8_K_avx512, KT_Q3)
+KQ_GEMM(lm_gemm_q3_Kx8_q8_K_avx512, KT_Q3)
 /* Contract: kernels.h (ysum unused). */
-KQ_GEMM(gemm_q4_Kx8_q8_K_avx512, KT_Q4)
+KQ_GEMM(lm_gemm_q4_Kx8_q8_K_avx512, KT_Q4)
 /* Contract: kernels.h (ysum unused). */
-KQ_GEMM(gemm_q5_Kx8_q8_K_avx512, KT_Q5)
+KQ_GEMM(lm_gemm_q5_Kx8_q8_K_avx512, KT_Q5)
 /* Contract: kernels.h (ysum unused). */
-KQ_GEMM(gemm_q6_Kx8_q8_K_avx512, KT_Q6)
+KQ_GEMM(lm_gemm_q6_Kx8_q8_K_avx512, KT_Q6)

@@ -20,51 +20,51 @@ void lm_cpu_kernels_init_avx512(struct lm_cpu_kernels *k)
     const char *pf = getenv("LAMINA_PREFETCH");
     lm_avx512_prefetch = pf && (strcmp(pf, "0") == 0 || strcmp(pf, "1") == 0) ? pf[0] == '1' : !lm_cpu_features()->amd;
     /* vec_dot of every weight type but F32 (VNNI integer parts); F16/BF16 rows */
-    /* F32 keeps the AVX2 dot: with vec_dot_f32_avx512 a multi-sequence batch
+    /* F32 keeps the AVX2 dot: with lm_vec_dot_f32_avx512 a multi-sequence batch
      * of stories260K (F32 weights) differs from decoding the tokens one at a
      * time by 6.3e-4 (api/test_batching; the generic table shows the same
      * difference, the AVX2 table none). Not yet explained; see docs/kernels.md. */
-    lm_cpu_set_dot(k, LM_TYPE_F16, vec_dot_f16_avx512);
-    k->type[LM_TYPE_F16].vec_dot_rows = vec_dot_rows_f16_avx512;
+    lm_cpu_set_dot(k, LM_TYPE_F16, lm_vec_dot_f16_avx512);
+    k->type[LM_TYPE_F16].vec_dot_rows = lm_vec_dot_rows_f16_avx512;
     if (lm_cpu_features()->avx512bf16) { /* vdpbf16ps; else the AVX2 shift/FMA kernel stays */
-        lm_cpu_set_dot(k, LM_TYPE_BF16, vec_dot_bf16_avx512);
-        k->type[LM_TYPE_BF16].vec_dot_rows = vec_dot_rows_bf16_avx512;
+        lm_cpu_set_dot(k, LM_TYPE_BF16, lm_vec_dot_bf16_avx512);
+        k->type[LM_TYPE_BF16].vec_dot_rows = lm_vec_dot_rows_bf16_avx512;
     }
-    lm_cpu_set_dot(k, LM_TYPE_Q4_0, vec_dot_q4_0_q8_0_avx512);
-    lm_cpu_set_dot(k, LM_TYPE_Q4_1, vec_dot_q4_1_q8_1_avx512);
-    lm_cpu_set_dot(k, LM_TYPE_Q5_0, vec_dot_q5_0_q8_0_avx512);
-    lm_cpu_set_dot(k, LM_TYPE_Q5_1, vec_dot_q5_1_q8_1_avx512);
-    lm_cpu_set_dot(k, LM_TYPE_Q8_0, vec_dot_q8_0_q8_0_avx512);
-    lm_cpu_set_dot(k, LM_TYPE_Q2_K, vec_dot_q2_K_q8_K_avx512);
-    lm_cpu_set_dot(k, LM_TYPE_Q3_K, vec_dot_q3_K_q8_K_avx512);
-    lm_cpu_set_dot(k, LM_TYPE_Q4_K, vec_dot_q4_K_q8_K_avx512);
-    lm_cpu_set_dot(k, LM_TYPE_Q5_K, vec_dot_q5_K_q8_K_avx512);
-    lm_cpu_set_dot(k, LM_TYPE_Q6_K, vec_dot_q6_K_q8_K_avx512);
+    lm_cpu_set_dot(k, LM_TYPE_Q4_0, lm_vec_dot_q4_0_q8_0_avx512);
+    lm_cpu_set_dot(k, LM_TYPE_Q4_1, lm_vec_dot_q4_1_q8_1_avx512);
+    lm_cpu_set_dot(k, LM_TYPE_Q5_0, lm_vec_dot_q5_0_q8_0_avx512);
+    lm_cpu_set_dot(k, LM_TYPE_Q5_1, lm_vec_dot_q5_1_q8_1_avx512);
+    lm_cpu_set_dot(k, LM_TYPE_Q8_0, lm_vec_dot_q8_0_q8_0_avx512);
+    lm_cpu_set_dot(k, LM_TYPE_Q2_K, lm_vec_dot_q2_K_q8_K_avx512);
+    lm_cpu_set_dot(k, LM_TYPE_Q3_K, lm_vec_dot_q3_K_q8_K_avx512);
+    lm_cpu_set_dot(k, LM_TYPE_Q4_K, lm_vec_dot_q4_K_q8_K_avx512);
+    lm_cpu_set_dot(k, LM_TYPE_Q5_K, lm_vec_dot_q5_K_q8_K_avx512);
+    lm_cpu_set_dot(k, LM_TYPE_Q6_K, lm_vec_dot_q6_K_q8_K_avx512);
     /* IQ2: the lattice look-ups bound these kernels; on AMD (Zen 4 runs zmm as
      * two halves, gathers are slow) the AVX2 ones stay: bench_kernels
      * 2026-12-05, GF/s hot, AVX2 / AVX-512: IQ2_XS 17.5 / 14.2, IQ2_XXS 25.6 /
      * 22.6 (same bits either way; tests/cpu/test_kernels_isa.c checks both). */
     if (!lm_cpu_features()->amd) {
-        lm_cpu_set_dot(k, LM_TYPE_IQ2_XXS, vec_dot_iq2_xxs_q8_K_avx512);
-        k->type[LM_TYPE_IQ2_XXS].vec_dot_cols = vec_dot_cols_iq2_xxs_q8_K_avx512;
-        lm_cpu_set_dot(k, LM_TYPE_IQ2_XS, vec_dot_iq2_xs_q8_K_avx512);
-        k->type[LM_TYPE_IQ2_XS].vec_dot_cols = vec_dot_cols_iq2_xs_q8_K_avx512;
+        lm_cpu_set_dot(k, LM_TYPE_IQ2_XXS, lm_vec_dot_iq2_xxs_q8_K_avx512);
+        k->type[LM_TYPE_IQ2_XXS].vec_dot_cols = lm_vec_dot_cols_iq2_xxs_q8_K_avx512;
+        lm_cpu_set_dot(k, LM_TYPE_IQ2_XS, lm_vec_dot_iq2_xs_q8_K_avx512);
+        k->type[LM_TYPE_IQ2_XS].vec_dot_cols = lm_vec_dot_cols_iq2_xs_q8_K_avx512;
     }
-    k->exp_sum = exp_sum_avx512;
+    k->exp_sum = lm_exp_sum_avx512;
     k->exp_sum_isa = k->isa;
-    k->gelu = gelu_avx512;
+    k->gelu = lm_gelu_avx512;
     k->gelu_isa = k->isa;
     /* row decoders (bit-exact; dequantizing matmul paths, GET_ROWS) */
-    lm_cpu_set_to(k, LM_TYPE_Q4_0, dequantize_row_q4_0_avx512);
-    lm_cpu_set_to(k, LM_TYPE_Q4_1, dequantize_row_q4_1_avx512);
-    lm_cpu_set_to(k, LM_TYPE_Q5_0, dequantize_row_q5_0_avx512);
-    lm_cpu_set_to(k, LM_TYPE_Q5_1, dequantize_row_q5_1_avx512);
-    lm_cpu_set_to(k, LM_TYPE_Q8_0, dequantize_row_q8_0_avx512);
-    lm_cpu_set_to(k, LM_TYPE_Q2_K, dequantize_row_q2_K_avx512);
-    lm_cpu_set_to(k, LM_TYPE_Q3_K, dequantize_row_q3_K_avx512);
-    lm_cpu_set_to(k, LM_TYPE_Q4_K, dequantize_row_q4_K_avx512);
-    lm_cpu_set_to(k, LM_TYPE_Q5_K, dequantize_row_q5_K_avx512);
-    lm_cpu_set_to(k, LM_TYPE_Q6_K, dequantize_row_q6_K_avx512);
+    lm_cpu_set_to(k, LM_TYPE_Q4_0, lm_dequantize_row_q4_0_avx512);
+    lm_cpu_set_to(k, LM_TYPE_Q4_1, lm_dequantize_row_q4_1_avx512);
+    lm_cpu_set_to(k, LM_TYPE_Q5_0, lm_dequantize_row_q5_0_avx512);
+    lm_cpu_set_to(k, LM_TYPE_Q5_1, lm_dequantize_row_q5_1_avx512);
+    lm_cpu_set_to(k, LM_TYPE_Q8_0, lm_dequantize_row_q8_0_avx512);
+    lm_cpu_set_to(k, LM_TYPE_Q2_K, lm_dequantize_row_q2_K_avx512);
+    lm_cpu_set_to(k, LM_TYPE_Q3_K, lm_dequantize_row_q3_K_avx512);
+    lm_cpu_set_to(k, LM_TYPE_Q4_K, lm_dequantize_row_q4_K_avx512);
+    lm_cpu_set_to(k, LM_TYPE_Q5_K, lm_dequantize_row_q5_K_avx512);
+    lm_cpu_set_to(k, LM_TYPE_Q6_K, lm_dequantize_row_q6_K_avx512);
     lm_cpu_gemm_init_avx512_int8(k);
     lm_cpu_gemm_init_avx512_float(k);
 }

@@ -82,7 +82,7 @@ static inline __m512i signed_scales(__m128i s8)
 }
 
 /* Contract: kernels.h. */
-void vec_dot_q2_K_q8_K_avx512(int64_t n, float *s, const void *vx, const void *vy)
+void lm_vec_dot_q2_K_q8_K_avx512(int64_t n, float *s, const void *vx, const void *vy)
 {
     const struct lm_block_q2_K *x = vx;
     const struct lm_block_q8_K *y = vy;
@@ -112,7 +112,7 @@ void vec_dot_q2_K_q8_K_avx512(int64_t n, float *s, const void *vx, const void *v
 
 
 /* Contract: kernels.h. */
-void vec_dot_q3_K_q8_K_avx512(int64_t n, float *s, const void *vx, const void *vy)
+void lm_vec_dot_q3_K_q8_K_avx512(int64_t n, float *s, const void *vx, const void *vy)
 {
     const struct lm_block_q3_K *x = vx;
     const struct lm_block_q8_K *y = vy;
@@ -142,7 +142,7 @@ void vec_dot_q3_K_q8_K_avx512(int64_t n, float *s, const void *vx, const void *v
 }
 
 /* Contract: kernels.h. */
-void vec_dot_q6_K_q8_K_avx512(int64_t n, float *s, const void *vx, const void *vy)
+void lm_vec_dot_q6_K_q8_K_avx512(int64_t n, float *s, const void *vx, const void *vy)
 {
     const struct lm_block_q6_K *x = vx;
     const struct lm_block_q8_K *y = vy;
@@ -204,7 +204,7 @@ static inline float k4_start(const void *xb, size_t bytes, lm_fp16 xd, lm_fp16 x
 }
 
 /* Contract: kernels.h. */
-void vec_dot_q4_K_q8_K_avx512(int64_t n, float *s, const void *vx, const void *vy)
+void lm_vec_dot_q4_K_q8_K_avx512(int64_t n, float *s, const void *vx, const void *vy)
 {
     const struct lm_block_q4_K *x = vx;
     const struct lm_block_q8_K *y = vy;
@@ -227,7 +227,7 @@ void vec_dot_q4_K_q8_K_avx512(int64_t n, float *s, const void *vx, const void *v
 }
 
 /* Contract: kernels.h. */
-void vec_dot_q5_K_q8_K_avx512(int64_t n, float *s, const void *vx, const void *vy)
+void lm_vec_dot_q5_K_q8_K_avx512(int64_t n, float *s, const void *vx, const void *vy)
 {
     const struct lm_block_q5_K *x = vx;
     const struct lm_block_q8_K *y = vy;

@@ -173,27 +173,27 @@ static ALWAYS_INLINE float dot_legacy(const enum wtype t, int64_t nb, const void
 }
 
 /* Contracts: kernels.h. */
-void vec_dot_q4_0_q8_0_avx512(int64_t n, float *s, const void *x, const void *y)
+void lm_vec_dot_q4_0_q8_0_avx512(int64_t n, float *s, const void *x, const void *y)
 {
     *s = dot_legacy(W_Q4_0, n / LM_QK, x, y);
 }
 
-void vec_dot_q4_1_q8_1_avx512(int64_t n, float *s, const void *x, const void *y)
+void lm_vec_dot_q4_1_q8_1_avx512(int64_t n, float *s, const void *x, const void *y)
 {
     *s = dot_legacy(W_Q4_1, n / LM_QK, x, y);
 }
 
-void vec_dot_q5_0_q8_0_avx512(int64_t n, float *s, const void *x, const void *y)
+void lm_vec_dot_q5_0_q8_0_avx512(int64_t n, float *s, const void *x, const void *y)
 {
     *s = dot_legacy(W_Q5_0, n / LM_QK, x, y);
 }
 
-void vec_dot_q5_1_q8_1_avx512(int64_t n, float *s, const void *x, const void *y)
+void lm_vec_dot_q5_1_q8_1_avx512(int64_t n, float *s, const void *x, const void *y)
 {
     *s = dot_legacy(W_Q5_1, n / LM_QK, x, y);
 }
 
-void vec_dot_q8_0_q8_0_avx512(int64_t n, float *s, const void *x, const void *y)
+void lm_vec_dot_q8_0_q8_0_avx512(int64_t n, float *s, const void *x, const void *y)
 {
     *s = dot_legacy(W_Q8_0, n / LM_QK, x, y);
 }
