@@ -18,7 +18,8 @@
  *    too); the counts of each level's own kernels are checked at the end.
  *    BF16 also with subnormal and underflowing terms (vdpbf16ps flushes them).
  *    vec_dot_rows of every table that has one: each row bit-identical to vec_dot;
- *    vec_dot_cols (IQ2) likewise for every column count.
+ *    vec_dot_cols (IQ2) likewise for every column count; F32's equal to its
+ *    own table's vec_dot for every column count and length.
  *    F16 dots over 32-aligned sub-ranges equal the full-row dot (attention).
  *    Each level's own vec_dot / vec_dot_rows with rows ending at a guard page
  *    (a read past the end faults).
@@ -216,6 +217,42 @@ static void isa_iq2_full_range(const struct lm_cpu_kernels *k, const struct lm_c
     }
     CHECKF(bad == 0, "%s vec_dot %s with -128 activations differs from generic (%d)", lm_cpu_isa_name(k->isa),
            lm_type_name(t), bad);
+}
+
+/* vec_dot_cols of a float type (F32): for 1..16 columns and lengths around
+ * every unroll boundary, each result bit-identical to the table's own vec_dot
+ * (float sums differ between ISAs, so not to generic's). */
+static void isa_dot_cols_float(const struct lm_cpu_kernels *k, enum lm_type t, struct uc_rng *r)
+{
+    enum { NMAX = 1100 };
+    float *x = uc_alloc(sizeof(float) * NMAX, 4), *y[LM_VEC_DOT_COLS_MAX];
+    for (int i = 0; i < NMAX; i++)
+        x[i] = uc_float(r, -2.0f, 2.0f);
+    for (int c = 0; c < LM_VEC_DOT_COLS_MAX; c++) {
+        y[c] = uc_alloc(sizeof(float) * NMAX, (size_t)(c % 3) * 4);
+        for (int i = 0; i < NMAX; i++)
+            y[c][i] = uc_float(r, -2.0f, 2.0f);
+    }
+    static const int ns[] = {1, 7, 8, 9, 31, 32, 33, 40, 63, 64, 65, 100, 511, 512, 513, 1100};
+    int bad = 0;
+    for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++)
+        for (int nc = 1; nc <= LM_VEC_DOT_COLS_MAX; nc++) {
+            float got[LM_VEC_DOT_COLS_MAX + 1], *outs[LM_VEC_DOT_COLS_MAX];
+            for (int c = 0; c < nc; c++)
+                outs[c] = &got[c];
+            got[nc] = 1234.5f;
+            k->type[t].vec_dot_cols(ns[a], nc, outs, x, (const void *const *)y);
+            for (int c = 0; c < nc; c++) {
+                float want = NAN;
+                k->type[t].vec_dot(ns[a], &want, x, y[c]);
+                bad += memcmp(&want, &got[c], sizeof want) != 0;
+            }
+            bad += got[nc] != 1234.5f;
+        }
+    CHECKF(bad == 0, "%s %s vec_dot_cols differs from vec_dot (%d)", lm_cpu_isa_name(k->isa), lm_type_name(t), bad);
+    uc_free(x);
+    for (int c = 0; c < LM_VEC_DOT_COLS_MAX; c++)
+        uc_free(y[c]);
 }
 
 /* vec_dot_cols of every table that has one: for 1..16 columns (activation
@@ -625,7 +662,9 @@ int main(void)
             if (k->vec_dot_isa[t] == (enum lm_cpu_isa)i)
                 isa_guard(k, (enum lm_type)t, &r);
         for (int t = 0; t < LM_TYPE_COUNT; t++)
-            if (k->type[t].vec_dot_cols)
+            if (k->type[t].vec_dot_cols && t == LM_TYPE_F32)
+                isa_dot_cols_float(k, (enum lm_type)t, &r);
+            else if (k->type[t].vec_dot_cols)
                 isa_dot_cols(k, g, (enum lm_type)t, &r);
         if (k->vec_dot_isa[LM_TYPE_IQ2_XXS] != LM_ISA_GENERIC)
             isa_iq2_full_range(k, g, LM_TYPE_IQ2_XXS, &r);

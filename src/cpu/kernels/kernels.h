@@ -284,6 +284,7 @@ LM_PANEL_QUANT_DECL(q6_Kx8)
  * (only present in builds with LM_HAVE_X86_AVX2; call only when
  * lm_cpu_kernels_for(LM_ISA_AVX2) is non-NULL). */
 void lm_vec_dot_f32_avx2(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_cols_f32_avx2(int64_t n, int nc, float *const *s, const void *x, const void *const *y);
 void lm_vec_dot_f16_avx2(int64_t n, float *s, const void *x, const void *y);
 void lm_vec_dot_rows_f16_avx2(int64_t n, int64_t nr, float *s, const void *x, size_t bx, const void *y);
 void lm_vec_dot_bf16_avx2(int64_t n, float *s, const void *x, const void *y);

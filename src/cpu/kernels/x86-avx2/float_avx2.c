@@ -32,6 +32,52 @@ void lm_vec_dot_f32_avx2(int64_t n, float *s, const void *vx, const void *vy)
     *s = sum;
 }
 
+/* Two columns of lm_vec_dot_f32_avx2 at once: the same four accumulators per
+ * column, the same tails and the same reduction, so each result has
+ * vec_dot's bits; x is loaded once for both, and the eight independent FMA
+ * chains keep both FMA pipes busy where one column's four cannot. */
+static void dot_f32_x2(int64_t n, float *s0, float *s1, const float *x, const float *y0, const float *y1)
+{
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        const __m256 x0 = _mm256_loadu_ps(x + i), x1 = _mm256_loadu_ps(x + i + 8);
+        const __m256 x2 = _mm256_loadu_ps(x + i + 16), x3 = _mm256_loadu_ps(x + i + 24);
+        a0 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(y0 + i), a0);
+        b0 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(y1 + i), b0);
+        a1 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(y0 + i + 8), a1);
+        b1 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(y1 + i + 8), b1);
+        a2 = _mm256_fmadd_ps(x2, _mm256_loadu_ps(y0 + i + 16), a2);
+        b2 = _mm256_fmadd_ps(x2, _mm256_loadu_ps(y1 + i + 16), b2);
+        a3 = _mm256_fmadd_ps(x3, _mm256_loadu_ps(y0 + i + 24), a3);
+        b3 = _mm256_fmadd_ps(x3, _mm256_loadu_ps(y1 + i + 24), b3);
+    }
+    for (; i + 8 <= n; i += 8) {
+        const __m256 x0 = _mm256_loadu_ps(x + i);
+        a0 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(y0 + i), a0);
+        b0 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(y1 + i), b0);
+    }
+    float sa = hsum_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    float sb = hsum_ps(_mm256_add_ps(_mm256_add_ps(b0, b1), _mm256_add_ps(b2, b3)));
+    for (; i < n; i++) {
+        sa += x[i] * y0[i];
+        sb += x[i] * y1[i];
+    }
+    *s0 = sa;
+    *s1 = sb;
+}
+
+/* Contract: kernels.h (lm_vec_dot_cols_fn); each s[c] has lm_vec_dot_f32_avx2's bits. */
+void lm_vec_dot_cols_f32_avx2(int64_t n, int nc, float *const *s, const void *x, const void *const *y)
+{
+    int c = 0;
+    for (; c + 2 <= nc; c += 2)
+        dot_f32_x2(n, s[c], s[c + 1], x, y[c], y[c + 1]);
+    if (c < nc)
+        lm_vec_dot_f32_avx2(n, s[c], x, y[c]);
+}
+
 static inline __m256 load_f16x8(const lm_fp16 *p)
 {
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));

@@ -7,6 +7,7 @@
 void lm_cpu_kernels_init_avx2(struct lm_cpu_kernels *k)
 {
     lm_cpu_set_dot(k, LM_TYPE_F32, lm_vec_dot_f32_avx2);
+    k->type[LM_TYPE_F32].vec_dot_cols = lm_vec_dot_cols_f32_avx2;
     lm_cpu_set_dot(k, LM_TYPE_F16, lm_vec_dot_f16_avx2);
     k->type[LM_TYPE_F16].vec_dot_rows = lm_vec_dot_rows_f16_avx2;
     lm_cpu_set_dot(k, LM_TYPE_BF16, lm_vec_dot_bf16_avx2);
