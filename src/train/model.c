@@ -43,6 +43,13 @@ lm_status lm_train_hparams_check(const struct lm_train_hparams *hp, char *err, s
     return why ? LM_ERR_INVALID_ARG : LM_OK;
 }
 
+double lm_train_hparams_n_weights(const struct lm_train_hparams *hp)
+{
+    const double E = hp->n_embd, V = hp->n_vocab, F = hp->n_ff, L = hp->n_layer;
+    const double Ekv = (double)(hp->n_embd / hp->n_head * hp->n_head_kv);
+    return 2 * E * V + E + L * (2 * E + 2 * E * E + 2 * E * Ekv + 3 * E * F);
+}
+
 /* ---- deterministic initialisation ---- */
 
 static uint64_t splitmix64(uint64_t *s)
@@ -103,7 +110,7 @@ lm_status lm_train_model_new(const struct lm_train_hparams *hp, uint64_t seed, s
     const int64_t E = hp->n_embd, V = hp->n_vocab, F = hp->n_ff, L = hp->n_layer;
     const int64_t Ekv = E / hp->n_head * hp->n_head_kv;
     const int64_t n_tensors = 3 + 9 * L;
-    const double n_floats = (double)E * V * 2 + E + (double)L * (2.0 * E + 2.0 * E * E + 2.0 * E * Ekv + 3.0 * E * F);
+    const double n_floats = lm_train_hparams_n_weights(hp);
     if (n_floats * 4 > (double)((size_t)1 << 40)) {
         if (err && err_size)
             snprintf(err, err_size, "model too large (%.0f parameters)", n_floats);

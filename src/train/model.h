@@ -66,6 +66,9 @@ struct lm_train_model {
  * even head size); err gets the reason. */
 lm_status lm_train_hparams_check(const struct lm_train_hparams *hp, char *err, size_t err_size);
 
+/* The weights a model of hp has (an untied output included), for a checked hp. */
+double lm_train_hparams_n_weights(const struct lm_train_hparams *hp);
+
 /* A model with freshly initialised parameters: matrices drawn from
  * N(0, 0.02^2) (the residual projections wo and ffn_down scaled by
  * 1/sqrt(2 n_layer)), norms 1. The draws come from seed alone, so the same

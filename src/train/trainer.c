@@ -441,9 +441,7 @@ lm_status lm_train_model_read(const struct lm_gguf *g, struct lm_train_model **o
      * hostile file cannot ask for a huge model */
     if (lm_train_hparams_check(&hp, err, err_size))
         return LM_ERR_CORRUPT;
-    const double E = hp.n_embd, V = hp.n_vocab, F = hp.n_ff, L = hp.n_layer;
-    const double Ekv = E / hp.n_head * hp.n_head_kv;
-    const double need = E * V + E + L * (2 * E + 2 * E * E + 2 * E * Ekv + 3 * E * F);
+    const double need = lm_train_hparams_n_weights(&hp) - (double)hp.n_embd * hp.n_vocab;
     double have = 0;
     for (int64_t i = 0; i < lm_gguf_n_tensors(g); i++) {
         const struct lm_gguf_tensor_info *ti = lm_gguf_tensor_info(g, i);
