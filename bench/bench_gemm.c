@@ -31,7 +31,7 @@ static double now(void)
 static void bench_panel(const struct lm_cpu_type_kernels *tk, enum lm_type t, int64_t K, int64_t M, int N,
                         const char *packed, const float *a, float *out)
 {
-    const size_t arow = lm_row_size(tk->panel_vt, K) + 64; /* as the matmul op: rows not 4 KiB apart */
+    const size_t arow = tk->panel_row_size(K) + 64; /* as the matmul op: rows not 4 KiB apart */
     char *act = malloc(arow * (size_t)N);
     void *scratch = aligned_alloc(64, (tk->panel_scratch(K) + 63) / 64 * 64);
     for (int c = 0; c < N; c++)

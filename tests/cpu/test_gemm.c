@@ -106,11 +106,13 @@ static void run_matmul(enum lm_type type, lm_buft buft, const void *a_bytes, int
     lm_ctx_free(wctx);
 }
 
-/* Whether a repacked matmul of N columns takes the level's panel GEMM. */
+/* Whether a repacked matmul of N columns takes the level's panel GEMM with
+ * BF16 activations (AMX; the VNNI panels give gemm_x8's bits). */
 static bool takes_panel(enum lm_type type, enum lm_cpu_isa isa, int64_t K, int64_t N)
 {
     const struct lm_cpu_kernels *k = lm_cpu_kernels_for(isa);
-    return k && k->type[type].gemm_panel && N >= k->type[type].panel_min_n && K % LM_GEMM_PANEL_K == 0;
+    return k && k->type[type].gemm_panel && !k->type[type].panel_exact && N >= k->type[type].panel_min_n &&
+           K % LM_GEMM_PANEL_K == 0;
 }
 
 static void test_matmul(enum lm_type type)
@@ -695,8 +697,99 @@ static void test_gemv(enum lm_type type)
     printf("%s: %d gemv_x8 runs bit-identical to gemm_x8 per group\n", lm_type_name(type), runs);
 }
 
+/* ---- exact panels (VNNI, panel_exact) against gemm_x8 ---- */
+
+/* ng groups (random or all-0xFF codes) against N activation rows made from
+ * floats (random, or every block one repeated value: codes +-127), through
+ * every level whose panel is exact: each output bit-identical to that
+ * level's gemm_x8 of the group on the same floats encoded by the gemm path
+ * (and so to gemv_x8 and the AVX2 kernels), nothing written outside the
+ * 8 ng x N outputs (ldc > rows, activation stride > row). Returns the runs. */
+static int exact_panel_case(enum lm_type type, int64_t K, int ng, int N, bool extreme)
+{
+    const int64_t M = (int64_t)ng * LM_REPACK_ROWS, nb = K / LM_QK;
+    const size_t row = lm_row_size(type, K), group = row * LM_REPACK_ROWS, ldc = (size_t)M + 3;
+    uint8_t *plain = malloc(row * (size_t)M), *packed = malloc(row * (size_t)M);
+    float *xf = malloc(sizeof(float) * (size_t)(K * N)), *got = malloc(sizeof(float) * ldc * (size_t)(N + 1));
+    float *want = malloc(sizeof(float) * (size_t)LM_GEMM_MAX_NC * LM_REPACK_ROWS);
+    int runs = 0;
+    craft_legacy(type, plain, M, K, extreme);
+    lm_repack_rows(type, plain, packed, M, K);
+    for (int64_t c = 0; c < N; c++)
+        for (int64_t i = 0; i < K; i++)
+            xf[c * K + i] = extreme ? ((c + i / LM_QK) % 2 ? -3.5f : 2.25f) : frand() * (c % 3 == 0 ? 50.0f : 1.0f);
+    for (int isa = 0; isa <= (int)lm_cpu_isa_best(); isa++) {
+        const struct lm_cpu_kernels *kt = lm_cpu_kernels_for((enum lm_cpu_isa)isa);
+        const struct lm_cpu_type_kernels *tk = kt ? &kt->type[type] : NULL;
+        if (!tk || !tk->gemm_panel || !tk->panel_exact)
+            continue;
+        const size_t by = tk->panel_row_size(K) + 20, gy = lm_row_size(tk->gemm_vt, K) + 6;
+        char *pact = malloc(by * (size_t)N), *gact = malloc(gy * (size_t)N);
+        int16_t *sums = malloc(sizeof(int16_t) * (size_t)(nb * N));
+        lm_from_float_fn enc = tk->gemm_from_float ? tk->gemm_from_float : kt->type[tk->gemm_vt].from_float;
+        for (int64_t c = 0; c < N; c++) {
+            tk->panel_from_float(xf + c * K, pact + (size_t)c * by, K);
+            enc(xf + c * K, gact + (size_t)c * gy, K);
+            for (int64_t b = 0; b < nb; b++) {
+                int sum = 0;
+                for (int t = 0; t < LM_QK; t++)
+                    sum += ((const struct lm_block_q8_0 *)(gact + (size_t)c * gy))[b].qs[t];
+                sums[c * nb + b] = (int16_t)sum;
+            }
+        }
+        for (size_t i = 0; i < ldc * (size_t)(N + 1); i++)
+            got[i] = 1234.5f;
+        void *scratch = aligned_alloc(64, (tk->panel_scratch(K) + 63) / 64 * 64);
+        tk->gemm_panel(K, ng, group, got, ldc, packed, pact, by, N, scratch);
+        free(scratch);
+        int bad = 0, outside = 0;
+        for (int g = 0; g < ng; g++)
+            for (int c0 = 0; c0 < N; c0 += LM_GEMM_MAX_NC) {
+                const int nc = N - c0 < LM_GEMM_MAX_NC ? N - c0 : LM_GEMM_MAX_NC;
+                tk->gemm_x8(K, want, LM_REPACK_ROWS, packed + (size_t)g * group, gact + (size_t)c0 * gy, gy,
+                            sums + (size_t)c0 * (size_t)nb, nc);
+                for (int c = 0; c < nc; c++)
+                    bad += memcmp(want + c * LM_REPACK_ROWS, got + (size_t)(c0 + c) * ldc + (size_t)g * LM_REPACK_ROWS,
+                                  sizeof(float) * LM_REPACK_ROWS) != 0;
+            }
+        for (int c = 0; c <= N; c++)
+            for (size_t r = 0; r < ldc; r++)
+                outside += (c == N || r >= (size_t)M) && got[(size_t)c * ldc + r] != 1234.5f;
+        CHECKF(bad == 0, "%s %s panel K%lld ng %d N %d%s: %d (group, column)s not gemm_x8's bits", lm_type_name(type),
+               lm_cpu_isa_name((enum lm_cpu_isa)isa), (long long)K, ng, N, extreme ? " extreme" : "", bad);
+        CHECKF(outside == 0, "%s %s panel K%lld ng %d N %d: %d writes outside the outputs", lm_type_name(type),
+               lm_cpu_isa_name((enum lm_cpu_isa)isa), (long long)K, ng, N, outside);
+        free(pact);
+        free(gact);
+        free(sums);
+        runs++;
+    }
+    free(plain);
+    free(packed);
+    free(xf);
+    free(got);
+    free(want);
+    return runs;
+}
+
+static void test_exact_panel(enum lm_type type)
+{
+    static const int Ns[] = {1, 2, 3, 7, 8, 9, 16, 17, 63, 64, 65, 70, 130};
+    static const int64_t Ks[] = {32, 96, 2048};
+    int runs = 0;
+    for (int ng = 1; ng <= 5; ng++)
+        for (size_t in = 0; in < sizeof Ns / sizeof Ns[0]; in++)
+            runs += exact_panel_case(type, Ks[(ng + in) % 3], ng, Ns[in], false);
+    runs += exact_panel_case(type, 2048, 3, 17, true);
+    runs += exact_panel_case(type, 96, 2, 9, true);
+    printf("%s: %d exact panel runs bit-identical to gemm_x8%s\n", lm_type_name(type), runs,
+           runs ? "" : " (no level has an exact panel here: skipped)");
+}
+
 int main(void)
 {
+    test_exact_panel(LM_TYPE_Q4_0);
+    test_exact_panel(LM_TYPE_Q8_0);
     test_kernels_int(LM_TYPE_Q4_0);
     test_kernels_int(LM_TYPE_Q8_0);
     test_gemv(LM_TYPE_Q4_0);

@@ -43,12 +43,12 @@ static float frand(void) /* [-1, 1) */
     return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
 }
 
-/* The highest level with a panel GEMM for type, or NULL. */
+/* The highest level with a BF16-numerics (AMX) panel GEMM for type, or NULL. */
 static const struct lm_cpu_kernels *panel_table(enum lm_type type)
 {
     for (int isa = (int)lm_cpu_isa_best(); isa > 0; isa--) {
         const struct lm_cpu_kernels *k = lm_cpu_kernels_for((enum lm_cpu_isa)isa);
-        if (k && k->type[type].gemm_panel)
+        if (k && k->type[type].gemm_panel && !k->type[type].panel_exact) /* exact (VNNI) panels: test_gemm.c */
             return k;
     }
     return NULL;
@@ -151,7 +151,7 @@ static void setup_new(struct setup *S, const struct lm_cpu_kernels *k, enum lm_t
     const int64_t M = MAXG * LM_REPACK_ROWS;
     S->type = type;
     S->K = K;
-    S->by = lm_row_size(tk->panel_vt, K) + 36;
+    S->by = tk->panel_row_size(K) + 36;
     S->wf = malloc(sizeof(float) * (size_t)(M * K));
     S->af = malloc(sizeof(float) * (size_t)(MAXN * K));
     S->plain = malloc(lm_row_size(type, K) * (size_t)M);
@@ -334,7 +334,7 @@ static void direct_panel(const struct lm_cpu_kernels *k, enum lm_type type, cons
                          const float *b_data, int64_t N, float *out)
 {
     const struct lm_cpu_type_kernels *tk = &k->type[type];
-    const size_t row = lm_row_size(tk->panel_vt, K), wbytes = lm_row_size(type, K) * (size_t)M;
+    const size_t row = tk->panel_row_size(K), wbytes = lm_row_size(type, K) * (size_t)M;
     char *packed = malloc(wbytes), *act = malloc(row * (size_t)N);
     void *scratch = aligned_alloc(64, (tk->panel_scratch(K) + 63) / 64 * 64);
     lm_repack_rows(type, plain, packed, M, K);

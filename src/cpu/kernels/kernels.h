@@ -96,8 +96,8 @@ typedef void (*lm_gemv_fn)(int64_t k, int64_t n_groups, size_t group_bytes, floa
 /* Panel GEMM over a whole range of repacked groups (AMX level; optional slot):
  * for the 8-row groups [0, n_groups) of a repacked matrix at x (group g at
  * x + g * group_bytes, layouts of cpu/repack.h) and n activation rows (row c
- * at y + c * by, written by the type's panel_from_float: panel_vt's row size
- * for k elements), s[c * ldc + r] = dot(row r of the range, activation row c)
+ * at y + c * by, written by the type's panel_from_float: panel_row_size(k)
+ * bytes for k elements), s[c * ldc + r] = dot(row r of the range, activation row c)
  * for r < 8 n_groups, c < n (nothing else is written). k is a multiple of
  * LM_GEMM_PANEL_K; n >= 1; n_groups >= 1; ldc >= 8 n_groups. scratch: this
  * thread's panel_scratch(k) bytes, 64-byte aligned (contents not kept).
@@ -108,6 +108,8 @@ typedef void (*lm_gemm_panel_fn)(int64_t k, int64_t n_groups, size_t group_bytes
                                  const void *x, const void *y, size_t by, int64_t n, void *scratch);
 /* Scratch bytes per thread of a panel GEMM for rows of k elements. */
 typedef size_t (*lm_gemm_panel_scratch_fn)(int64_t k);
+/* Bytes of one panel activation row of k elements. */
+typedef size_t (*lm_panel_row_size_fn)(int64_t k);
 #define LM_GEMM_PANEL_K 32
 
 /* The kernels of one tensor type. */
@@ -131,13 +133,14 @@ struct lm_cpu_type_kernels {
     /* Panel GEMM of repacked weights for many activation rows (prompt
      * processing), or NULL. The matmul uses it instead of gemm_x8 when the
      * activation count N >= panel_min_n and k % LM_GEMM_PANEL_K == 0; its
-     * activation rows are panel_vt-sized rows written by panel_from_float
+     * activation rows are panel_row_size(k)-byte rows written by panel_from_float
      * (a private layout: see the kernel). Numerics: BF16 weights as the
      * gemm_x8 path; F16 and quantized weights (AMX) split weights and
      * activations into BF16 hi + lo, within 2^-15 |w a| per product plus fp32
      * accumulation of the unquantized F32 activations (F16: F16-rounded). */
     lm_gemm_panel_fn gemm_panel;
-    enum lm_type panel_vt;
+    lm_panel_row_size_fn panel_row_size;
+    bool panel_exact;            /* gemm_panel gives gemm_x8's bits (VNNI level); else AMX numerics */
     lm_from_float_fn panel_from_float;
     lm_gemm_panel_scratch_fn panel_scratch;
     int64_t panel_min_n;
@@ -250,10 +253,10 @@ void lm_cpu_kernels_init_amx(struct lm_cpu_kernels *k);    /* kernels/x86-amx/ *
 /* Panel GEMMs (lm_gemm_panel_fn) with TDPBF16PS, fp32 accumulation.
  * BF16 weights (bf16x8): activation rows = BF16 rounded to nearest even (the
  * values of lm_fp32_to_bf16), elements stored in bf16x8 row order (word t of
- * each 16-element chunk = elements t, t + 8); panel_vt BF16.
+ * each 16-element chunk = elements t, t + 8); 2 bytes per element.
  * F16 weights (f16x8): activations rounded to F16 (as the F16 dot path), then
  * split exactly into BF16 hi + lo; a row = k hi values then k lo values
- * (4 bytes per element: panel_vt F32); weights split the same way at run time;
+ * (4 bytes per element); weights split the same way at run time;
  * w a = wh ah + wh al + wl ah, the dropped wl al is < 2^-16 |w a|. */
 void lm_gemm_panel_bf16x8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc, const void *x,
                            const void *y, size_t by, int64_t n, void *scratch);
@@ -265,7 +268,7 @@ void lm_panel_from_float_f16_amx(const float *x, void *y, int64_t n);  /* any n 
 /* Quantized weights (q4_0x8, q8_0x8, q4_Kx8, q5_Kx8, q6_Kx8): each group's
  * k-range unpacked and decoded to F32 (the AVX-512 decoders) in the scratch,
  * then rounded to BF16 (RNE) B tiles; activations are BF16 rows (RNE, natural
- * order: the level's BF16 from_float; panel_vt BF16); one TDP per k-block.
+ * order: the level's BF16 from_float; 2 bytes per element); one TDP per k-block.
  * Per product the error is below 2^-8 |w a| (each factor within 2^-9) plus
  * fp32 accumulation: more precise than the gemm_x8 path, whose Q8
  * activations carry up to 2^-8 of their block's largest value. */
@@ -355,6 +358,16 @@ void lm_dequantize_row_q4_1_avx512(const void *x, float *y, int64_t n);
 void lm_dequantize_row_q5_0_avx512(const void *x, float *y, int64_t n);
 void lm_dequantize_row_q5_1_avx512(const void *x, float *y, int64_t n);
 void lm_dequantize_row_q8_0_avx512(const void *x, float *y, int64_t n);
+/* VNNI panel GEMMs of q4_0x8 / q8_0x8 (x86-avx512/gemm_panel_avx512.c): the
+ * gemm_x8 kernels' bits; activation rows in their own layout. */
+void lm_gemm_panel_q4_0x8_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc,
+                                 const void *x, const void *y, size_t by, int64_t n, void *scratch);
+void lm_gemm_panel_q8_0x8_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc,
+                                 const void *x, const void *y, size_t by, int64_t n, void *scratch);
+void lm_panel_from_float_q4_0_avx512(const float *x, void *y, int64_t n); /* n % 32 == 0 */
+void lm_panel_from_float_q8_0_avx512(const float *x, void *y, int64_t n);
+size_t lm_panel_row_size_q8_avx512(int64_t k);
+size_t lm_gemm_panel_scratch_q8_avx512(int64_t k);
 void lm_dequantize_row_q2_K_avx512(const void *x, float *y, int64_t n);
 void lm_dequantize_row_q3_K_avx512(const void *x, float *y, int64_t n);
 void lm_dequantize_row_q4_K_avx512(const void *x, float *y, int64_t n);

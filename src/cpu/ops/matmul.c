@@ -320,7 +320,6 @@ static void panel_init(struct mm_ctx *c, const struct lm_tensor *a, const struct
 {
     const struct lm_cpu_type_kernels *tk = &kern->type[a->type];
     mm_init(c, a, b, kern, 0);
-    c->vt = tk->panel_vt;
     c->enc = tk->panel_from_float;
     c->dot = NULL;
     c->dot_cols = NULL;
@@ -330,7 +329,7 @@ static void panel_init(struct mm_ctx *c, const struct lm_tensor *a, const struct
     /* one cache line more than the row: the kernel loads 16 rows at a time
      * (AMX tiles), and rows 4 KiB apart would all fall into one L1 set
      * (bench_gemm K=2048, N=512: BF16 331 -> 466, F16 127 -> 178 GMAC/s) */
-    c->b_row = lm_row_size(c->vt, c->K) + LM_CPU_CACHE_LINE;
+    c->b_row = tk->panel_row_size(c->K) + LM_CPU_CACHE_LINE; /* c->vt unused: the kernel's own layout */
     c->scratch_off = lm_cpu_pad(c->b_row * (size_t)lm_nrows(b));
     c->decode_off = c->round_off; /* the panel scratch follows the gather row */
     c->scratch_size = c->decode_off + lm_cpu_pad(tk->panel_scratch(c->K));

@@ -29,11 +29,15 @@
 #define PANEL_MIN_N_Q5_K 96
 #define PANEL_MIN_N_Q6_K 160
 
-static void set_panel(struct lm_cpu_type_kernels *t, lm_gemm_panel_fn fn, enum lm_type vt, lm_from_float_fn enc,
-                      lm_gemm_panel_scratch_fn scratch, int64_t min_n)
+static size_t row_bf16(int64_t k) { return lm_row_size(LM_TYPE_BF16, k); }
+static size_t row_f32(int64_t k) { return lm_row_size(LM_TYPE_F32, k); }
+
+static void set_panel(struct lm_cpu_type_kernels *t, lm_gemm_panel_fn fn, lm_panel_row_size_fn row,
+                      lm_from_float_fn enc, lm_gemm_panel_scratch_fn scratch, int64_t min_n)
 {
     t->gemm_panel = fn;
-    t->panel_vt = vt;
+    t->panel_row_size = row;
+    t->panel_exact = false;
     t->panel_from_float = enc;
     t->panel_scratch = scratch;
     t->panel_min_n = min_n;
@@ -43,12 +47,12 @@ static void set_panel(struct lm_cpu_type_kernels *t, lm_gemm_panel_fn fn, enum l
 void lm_cpu_kernels_init_amx(struct lm_cpu_kernels *k)
 {
     struct lm_cpu_type_kernels *t = k->type;
-    set_panel(&t[LM_TYPE_BF16], lm_gemm_panel_bf16x8_amx, LM_TYPE_BF16, lm_fp32_to_bf16_pairs_row_avx512,
+    set_panel(&t[LM_TYPE_BF16], lm_gemm_panel_bf16x8_amx, row_bf16, lm_fp32_to_bf16_pairs_row_avx512,
               lm_gemm_panel_bf16x8_scratch_amx, PANEL_MIN_N_BF16);
-    set_panel(&t[LM_TYPE_F16], lm_gemm_panel_f16x8_amx, LM_TYPE_F32, lm_panel_from_float_f16_amx,
+    set_panel(&t[LM_TYPE_F16], lm_gemm_panel_f16x8_amx, row_f32, lm_panel_from_float_f16_amx,
               lm_gemm_panel_f16x8_scratch_amx, PANEL_MIN_N_F16);
 #define QUANT(T, name, min_n) \
-    set_panel(&t[T], lm_gemm_panel_##name##_amx, LM_TYPE_BF16, t[LM_TYPE_BF16].from_float, \
+    set_panel(&t[T], lm_gemm_panel_##name##_amx, row_bf16, t[LM_TYPE_BF16].from_float, \
               lm_gemm_panel_##name##_scratch_amx, min_n)
     QUANT(LM_TYPE_Q4_0, q4_0x8, PANEL_MIN_N_Q4_0);
     QUANT(LM_TYPE_Q8_0, q8_0x8, PANEL_MIN_N_Q8_0);

@@ -66,5 +66,16 @@ void lm_cpu_kernels_init_avx512(struct lm_cpu_kernels *k)
     lm_cpu_set_to(k, LM_TYPE_Q5_K, lm_dequantize_row_q5_K_avx512);
     lm_cpu_set_to(k, LM_TYPE_Q6_K, lm_dequantize_row_q6_K_avx512);
     lm_cpu_gemm_init_avx512_int8(k);
+    /* prompt batches of Q4_0/Q8_0: 16-row VNNI tiles, gemm_x8's bits
+     * (gemm_panel_avx512.c; the AMX level replaces them for N >= 64) */
+    struct lm_cpu_type_kernels *q40 = &k->type[LM_TYPE_Q4_0], *q80 = &k->type[LM_TYPE_Q8_0];
+    q40->gemm_panel = lm_gemm_panel_q4_0x8_avx512;
+    q40->panel_from_float = lm_panel_from_float_q4_0_avx512;
+    q80->gemm_panel = lm_gemm_panel_q8_0x8_avx512;
+    q80->panel_from_float = lm_panel_from_float_q8_0_avx512;
+    q40->panel_row_size = q80->panel_row_size = lm_panel_row_size_q8_avx512;
+    q40->panel_scratch = q80->panel_scratch = lm_gemm_panel_scratch_q8_avx512;
+    q40->panel_min_n = q80->panel_min_n = 2;
+    q40->panel_exact = q80->panel_exact = true;
     lm_cpu_gemm_init_avx512_float(k);
 }

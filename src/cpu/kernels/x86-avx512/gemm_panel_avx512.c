@@ -1,0 +1,180 @@
+/* gemm_panel_avx512.c - panel GEMM (kernels.h lm_gemm_panel_fn) of the
+ * repacked Q4_0 and Q8_0 weights with AVX-512 VNNI, for prompt batches.
+ *
+ * Why a second kernel beside gemm_x8 (gemm_avx512.c): gemm_x8 sees one 8-row
+ * group, so each vpdpbusd covers 8 rows x 2 chunks and every block and pair
+ * of columns pays a fold (pack + madd), a scale permute and a conversion:
+ * as many other uops as vpdpbusd, ~45 % of the vpdpbusd peak on Zen 5. Here
+ * a tile is two groups (16 rows) x up to 8 columns: one zmm holds chunk c of
+ * all 16 rows (the 32-byte chunk of group g in the low half, of group g + 1
+ * in the high half, one load + one vinserti64x4 per chunk, shared by the
+ * tile's columns), so every vpdpbusd takes the column's 4 activation bytes
+ * as an embedded broadcast from memory and its int32 lanes are the 16 rows'
+ * sums directly: per block and column 8 vpdpbusd, one conversion, one
+ * multiply and one FMA.
+ *
+ * Activation rows (lm_panel_from_float_q8_avx512, own layout): for nb = k/32
+ * blocks, [nb x 32 int8 codes][nb float d][nb int32 offset], where codes and
+ * d are the Q8_0 encoder's of this level (the same bits as the gemm_x8
+ * path's activations) and offset = -8 sum(codes) (Q4_0: unsigned codes
+ * 0..15 stand for q - 8) and -128 sum(codes) for Q8_0 (w ^ 0x80 = w + 128).
+ *
+ * Numerics: per row, column and block the exact integer dot (offset start,
+ * |lane| < 2^21), then acc = fma((float)isum, d_w * d_a, acc) in block
+ * order: the operations of the gemm_x8 and gemv_x8 kernels of this level and
+ * of the AVX2 level, so every output has their bits (tests/cpu/test_gemm_vnni
+ * checks it), whatever the tile, the thread split or the batch: a sequence
+ * decoded alone (gemv) and in a batch (panel) gets the same logits.
+ */
+#include <immintrin.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "cpu/kernels/kernels.h"
+#include "cpu/repack.h"
+#include "quant/blocks.h"
+
+#define PANEL_NC 8        /* columns per tile */
+#define PANEL_COLS 64     /* columns kept hot in L2 while a thread sweeps its groups */
+
+/* Bytes of one activation row of k elements (k % 32 == 0). */
+size_t lm_panel_row_size_q8_avx512(int64_t k) { return (size_t)(k / LM_QK) * (LM_QK + 2 * sizeof(float)); }
+
+static void encode_row(const float *x, void *y, int64_t n, int32_t bias)
+{
+    const int64_t nb = n / LM_QK;
+    int8_t *qs = y;
+    float *d = (float *)(qs + nb * LM_QK);
+    int32_t *off = (int32_t *)(d + nb);
+    for (int64_t b = 0; b < nb; b++) {
+        struct lm_block_q8_0 blk;
+        lm_quantize_row_q8_0_avx2(x + b * LM_QK, &blk, LM_QK);
+        memcpy(qs + b * LM_QK, blk.qs, LM_QK);
+        d[b] = _cvtsh_ss(blk.d);
+        const __m256i q = _mm256_loadu_si256((const __m256i *)blk.qs);
+        const __m256i s16 = _mm256_maddubs_epi16(_mm256_set1_epi8(1), q); /* pairs, exact in int16 */
+        const __m256i s32 = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
+        off[b] = bias * _mm512_reduce_add_epi32(_mm512_zextsi256_si512(s32));
+    }
+}
+
+/* Contract: kernels.h lm_from_float_fn; n % 32 == 0 (the panel's k). */
+void lm_panel_from_float_q4_0_avx512(const float *x, void *y, int64_t n) { encode_row(x, y, n, -8); }
+void lm_panel_from_float_q8_0_avx512(const float *x, void *y, int64_t n) { encode_row(x, y, n, -128); }
+
+size_t lm_gemm_panel_scratch_q8_avx512(int64_t k)
+{
+    (void)k;
+    return 64;
+}
+
+/* 32-byte chunk c of group x0's block in the low half, of x1's in the high. */
+static inline __m512i chunk16(const uint8_t *q0, const uint8_t *q1)
+{
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)q0)),
+                              _mm256_loadu_si256((const __m256i *)q1), 1);
+}
+
+/* acc += w (u8) . the 4 bytes at p (s8) broadcast to every dword: the
+ * embedded-broadcast memory form, which GCC 12 does not form from
+ * _mm512_dpbusd_epi32 (it emits a separate vpbroadcastd). */
+static inline __m512i dpbusd_bcast(__m512i acc, __m512i w, const int8_t *p)
+{
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*(const int32_t *)(const void *)p));
+    return acc;
+}
+
+/* One tile: groups x0, x1 (16 rows; x1 == x0 for a lone last group) against
+ * NC columns (column c at y + col[c] * by); stores rows < nr of columns < nc. */
+static inline __attribute__((always_inline)) void tile(bool q8, const int NC, int64_t nb, const char *x0,
+                                                        const char *x1, const char *y, size_t by, float *s,
+                                                        size_t ldc, int nc, int nr)
+{
+    const size_t bw = q8 ? sizeof(struct lm_block_q8_0x8) : sizeof(struct lm_block_q4_0x8);
+    const size_t dofs = (size_t)nb * LM_QK, oofs = dofs + (size_t)nb * sizeof(float);
+    const int8_t *yc[PANEL_NC];
+    for (int c = 0; c < NC; c++)
+        yc[c] = (const int8_t *)(y + (size_t)(c < nc ? c : nc - 1) * by);
+    __m512 acc[PANEL_NC];
+    for (int c = 0; c < NC; c++)
+        acc[c] = _mm512_setzero_ps();
+    const __m512i m4 = _mm512_set1_epi8(0x0F), bias = _mm512_set1_epi8((char)0x80);
+    for (int64_t b = 0; b < nb; b++) {
+        const char *w0 = x0 + (size_t)b * bw, *w1 = x1 + (size_t)b * bw;
+        const uint8_t *q0 = (const uint8_t *)w0 + sizeof(lm_fp16) * LM_REPACK_ROWS;
+        const uint8_t *q1 = (const uint8_t *)w1 + sizeof(lm_fp16) * LM_REPACK_ROWS;
+        __m512i w[8]; /* w[j] pairs with activation bytes 4j..4j+3 */
+        if (q8) {
+            for (int j = 0; j < 8; j++)
+                w[j] = _mm512_xor_si512(chunk16(q0 + 32 * j, q1 + 32 * j), bias);
+        } else { /* chunk ch: low nibbles = elements 4ch.., high = 16 + 4ch.. */
+            for (int ch = 0; ch < 4; ch++) {
+                const __m512i raw = chunk16(q0 + 32 * ch, q1 + 32 * ch);
+                w[ch] = _mm512_and_si512(raw, m4);
+                w[4 + ch] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4);
+            }
+        }
+        const __m512 dw = _mm512_cvtph_ps(_mm256_inserti128_si256(
+            _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)w0)), _mm_loadu_si128((const __m128i *)w1), 1));
+        __m512i t[PANEL_NC]; /* the columns' chains interleaved: 8 dependent vpdpbusd each */
+        for (int c = 0; c < NC; c++)
+            t[c] = _mm512_set1_epi32(((const int32_t *)(yc[c] + oofs))[b]);
+        for (int j = 0; j < 8; j++)
+            for (int c = 0; c < NC; c++)
+                t[c] = dpbusd_bcast(t[c], w[j], yc[c] + b * LM_QK + 4 * j);
+        for (int c = 0; c < NC; c++) {
+            const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(((const float *)(yc[c] + dofs))[b]));
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t[c]), scale, acc[c]);
+        }
+    }
+    const __mmask16 rm = (__mmask16)(nr == 16 ? 0xFFFF : 0x00FF);
+    for (int c = 0; c < NC && c < nc; c++)
+        _mm512_mask_storeu_ps(s + (size_t)c * ldc, rm, acc[c]);
+}
+
+static inline __attribute__((always_inline)) void panel(bool q8, int64_t k, int64_t n_groups, size_t group_bytes,
+                                                         float *s, size_t ldc, const void *x, const void *y,
+                                                         size_t by, int64_t n)
+{
+    const int64_t nb = k / LM_QK;
+    for (int64_t n0 = 0; n0 < n; n0 += PANEL_COLS) {
+        const int64_t n1 = n0 + PANEL_COLS < n ? n0 + PANEL_COLS : n;
+        for (int64_t g = 0; g < n_groups; g += 2) {
+            const char *x0 = (const char *)x + (size_t)g * group_bytes;
+            const char *x1 = g + 1 < n_groups ? x0 + group_bytes : x0;
+            const int nr = g + 1 < n_groups ? 16 : 8;
+            for (int64_t c0 = n0; c0 < n1; c0 += PANEL_NC) {
+                const int nc = (int)(n1 - c0 < PANEL_NC ? n1 - c0 : PANEL_NC);
+                float *out = s + (size_t)c0 * ldc + (size_t)g * LM_REPACK_ROWS;
+                const char *yy = (const char *)y + (size_t)c0 * by;
+                switch (nc) {
+                case 8: tile(q8, 8, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
+                case 7: tile(q8, 7, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
+                case 6: tile(q8, 6, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
+                case 5: tile(q8, 5, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
+                case 4: tile(q8, 4, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
+                case 3: tile(q8, 3, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
+                case 2: tile(q8, 2, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
+                default: tile(q8, 1, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
+                }
+            }
+        }
+    }
+}
+
+/* Contract: kernels.h lm_gemm_panel_fn (y: lm_panel_from_float_q4_0_avx512 rows). */
+void lm_gemm_panel_q4_0x8_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc,
+                                 const void *x, const void *y, size_t by, int64_t n, void *scratch)
+{
+    (void)scratch;
+    panel(false, k, n_groups, group_bytes, s, ldc, x, y, by, n);
+}
+
+/* Contract: kernels.h lm_gemm_panel_fn (y: lm_panel_from_float_q8_0_avx512 rows). */
+void lm_gemm_panel_q8_0x8_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc,
+                                 const void *x, const void *y, size_t by, int64_t n, void *scratch)
+{
+    (void)scratch;
+    panel(true, k, n_groups, group_bytes, s, ldc, x, y, by, n);
+}
