@@ -5,6 +5,9 @@
  * then all meet at one barrier before the next computing node (view ops and
  * leaves are skipped without a barrier). The kernel table is read once per
  * graph and passed to every op, so an ISA switch never lands mid-graph.
+ * With the op profiler on (core/profile.h, read once per graph) the threads
+ * run a second copy of the node loop that times every node; the results are
+ * the same bytes, and with it off the check costs one branch per graph.
  *
  * Later (see docs/kernels.md): fused ops are new entries of this table chosen
  * by a peephole pass over the node list (e.g. RMS_NORM followed by MUL), and
@@ -15,6 +18,8 @@
 
 #include "backend/backend.h"
 #include "core/log.h"
+#include "core/profile.h"
+#include "core/time.h"
 #include "cpu/exec.h"
 #include "cpu/ops/ops.h"
 #include "cpu/repack.h"
@@ -140,7 +145,42 @@ struct exec_job {
     size_t wsize;
     struct lm_tp *tp;
     const struct lm_cpu_kernels *kern;
+    bool profile; /* lm_profile_on() when the graph started: the same for every thread */
 };
+
+/* Compute node i, or nodes i and i+1 as one when they fuse (fuse.c); returns
+ * the index of the last node computed. */
+static inline int compute_node(const struct lm_cpu_params *p, const struct lm_graph *g, int i, bool fuse)
+{
+    struct lm_tensor *t = g->nodes[i];
+    enum lm_cpu_fuse kind = fuse && i + 1 < g->n_nodes ? lm_cpu_fuse_match(t, g->nodes[i + 1]) : LM_FUSE_NONE;
+    if (kind != LM_FUSE_NONE) {
+        lm_cpu_op_fused(p, kind, t, g->nodes[i + 1]);
+        return i + 1;
+    }
+    op_table[t->op].compute(p, t);
+    return i;
+}
+
+/* The node loop with per-op timing (core/profile.h): the same computes and
+ * barriers between them, plus one barrier after the last node, so every
+ * node's wall time on thread 0 ends when all threads are done with it. */
+static void exec_nodes_profiled(const struct lm_cpu_params *p, const struct lm_graph *g, bool fuse)
+{
+    int64_t t0 = lm_time_ns();
+    for (int i = 0; i < g->n_nodes; i++) {
+        const struct lm_tensor *t = g->nodes[i];
+        if (!op_table[t->op].compute)
+            continue;
+        int last = compute_node(p, g, i, fuse);
+        int64_t t1 = lm_time_ns();
+        lm_cpu_sync(p);
+        int64_t t2 = lm_time_ns();
+        lm_profile_add(p->ith, p->nth, t->op, last > i ? g->nodes[last]->op : LM_OP_NONE, t1 - t0, t2 - t0);
+        t0 = t2;
+        i = last;
+    }
+}
 
 /* Every thread: the nodes in order, one barrier between computing nodes;
  * a fusable pair (fuse.c) runs as one node. Every thread sees the same graph
@@ -151,22 +191,18 @@ static void exec_worker(void *arg, int ith, int nth)
     const struct lm_cpu_params p = {ith, nth, job->wdata, job->wsize, job->tp, job->kern};
     const struct lm_graph *g = job->g;
     const bool fuse = lm_cpu_fuse_enabled();
+    if (job->profile) {
+        exec_nodes_profiled(&p, g, fuse);
+        return;
+    }
     bool first = true;
     for (int i = 0; i < g->n_nodes; i++) {
-        struct lm_tensor *t = g->nodes[i];
-        const struct op_entry *e = &op_table[t->op];
-        if (!e->compute)
+        if (!op_table[g->nodes[i]->op].compute)
             continue;
         if (!first)
             lm_cpu_sync(&p);
         first = false;
-        enum lm_cpu_fuse kind = fuse && i + 1 < g->n_nodes ? lm_cpu_fuse_match(t, g->nodes[i + 1]) : LM_FUSE_NONE;
-        if (kind != LM_FUSE_NONE) {
-            lm_cpu_op_fused(&p, kind, t, g->nodes[i + 1]);
-            i++;
-            continue;
-        }
-        e->compute(&p, t);
+        i = compute_node(&p, g, i, fuse);
     }
 }
 
@@ -199,7 +235,7 @@ lm_status lm_cpu_exec_graph(struct lm_cpu_exec *ex, struct lm_graph *g)
         return st;
     if (nth > 1 && !ex->tp && (st = lm_tp_new(nth, &ex->tp)))
         return st;
-    struct exec_job job = {g, ex->work, ex->work_cap, ex->tp, kern};
+    struct exec_job job = {g, ex->work, ex->work_cap, ex->tp, kern, lm_profile_on()};
     if (nth > 1)
         lm_tp_run(ex->tp, exec_worker, &job);
     else

@@ -618,6 +618,69 @@ static void isa_dot_rows(const struct lm_cpu_kernels *k, enum lm_type t, struct 
     uc_free(fx);
 }
 
+/* vec_dot_tile of every table that has one: nr rows (1..5) against nq
+ * widened y (1..4) of their own lengths (0, tails, whole steps, the tile's
+ * lengths equal or all different, up to 4100): every result bit-identical
+ * to the table's vec_dot of that length (the row elements past a y's
+ * length, read for the longer ones, hold random values: any product of
+ * them in its sum would show), nothing written past nr. Returns the cases. */
+static int isa_dot_tile(const struct lm_cpu_kernels *k, enum lm_type t, struct uc_rng *r)
+{
+    enum { NMAX = 4100, ROWS = 5, YQ = LM_VEC_DOT_TILE_MAX };
+    const struct lm_cpu_type_kernels *tk = &k->type[t];
+    const size_t bx = lm_row_size(t, NMAX + 40) + 6;
+    char *x = uc_alloc(bx * ROWS, 2), *yq[YQ];
+    float *fx = uc_alloc(sizeof(float) * (NMAX + 40), 0), *yf[YQ];
+    for (int row = 0; row < ROWS; row++) {
+        for (int i = 0; i < NMAX + 40; i++)
+            fx[i] = uc_float(r, -2.0f, 2.0f);
+        lm_quant_traits(t)->from_float(fx, x + (size_t)row * bx, NMAX + 40);
+    }
+    for (int q = 0; q < YQ; q++) {
+        yq[q] = uc_alloc(lm_row_size(tk->vec_dot_type, NMAX), 2);
+        yf[q] = uc_alloc(sizeof(float) * NMAX, 4);
+        for (int i = 0; i < NMAX; i++)
+            fx[i] = uc_float(r, -2.0f, 2.0f);
+        lm_quant_traits(tk->vec_dot_type)->from_float(fx, yq[q], NMAX);
+        lm_quant_traits(tk->vec_dot_type)->to_float(yq[q], yf[q], NMAX);
+    }
+    static const int64_t ns[] = {0, 1, 15, 16, 17, 31, 32, 33, 47, 64, 65, 100, 511, 513, 4095, 4096, 4100};
+    const int nn = (int)(sizeof ns / sizeof ns[0]);
+    int bad = 0, cases = 0;
+    for (int a = 0; a < nn; a++)
+        for (int nq = 1; nq <= YQ; nq++)
+            for (int nr = 1; nr <= ROWS; nr += 2, cases++) {
+                int64_t len[YQ];
+                for (int q = 0; q < nq; q++) /* equal, then spread over the list */
+                    len[q] = (a + nq) % 3 == 0 ? ns[a] : ns[(a + 5 * q) % nn];
+                float s[YQ][ROWS + 1], *outs[YQ];
+                const float *ys[YQ];
+                for (int q = 0; q < nq; q++) {
+                    outs[q] = s[q];
+                    ys[q] = yf[q];
+                    s[q][nr] = 1234.5f;
+                }
+                tk->vec_dot_tile(nr, nq, len, outs, x, bx, ys);
+                for (int q = 0; q < nq; q++) {
+                    for (int row = 0; row < nr; row++) {
+                        float want;
+                        tk->vec_dot(len[q], &want, x + (size_t)row * bx, yq[q]);
+                        bad += memcmp(&want, &s[q][row], sizeof want) != 0;
+                    }
+                    bad += s[q][nr] != 1234.5f;
+                }
+            }
+    CHECKF(bad == 0, "%s %s vec_dot_tile differs from vec_dot (%d of %d cases)", lm_cpu_isa_name(k->isa),
+           lm_type_name(t), bad, cases);
+    uc_free(x);
+    uc_free(fx);
+    for (int q = 0; q < YQ; q++) {
+        uc_free(yq[q]);
+        uc_free(yf[q]);
+    }
+    return cases;
+}
+
 /* The AVX-512 IQ2 kernels by name (the AVX-512 table has them only on
  * non-AMD CPUs): a copy of that table with them installed, through the same
  * checks as the table slots. */
@@ -645,7 +708,7 @@ int main(void)
     const struct lm_cpu_kernels *g = lm_cpu_kernels_for(LM_ISA_GENERIC);
     struct uc_rng r;
     uc_seed(&r, 2024);
-    int tested = 0, own[LM_ISA_COUNT] = {0}, rows[LM_ISA_COUNT] = {0};
+    int tested = 0, own[LM_ISA_COUNT] = {0}, rows[LM_ISA_COUNT] = {0}, tiles[LM_ISA_COUNT] = {0};
     for (int i = 1; i < LM_ISA_COUNT; i++) {
         const struct lm_cpu_kernels *k = lm_cpu_kernels_for((enum lm_cpu_isa)i);
         if (!k)
@@ -670,6 +733,9 @@ int main(void)
             isa_iq2_full_range(k, g, LM_TYPE_IQ2_XXS, &r);
         if (k->vec_dot_isa[LM_TYPE_IQ2_XS] != LM_ISA_GENERIC)
             isa_iq2_full_range(k, g, LM_TYPE_IQ2_XS, &r);
+        for (int t = 0; t < LM_TYPE_COUNT; t++)
+            if (k->type[t].vec_dot_tile)
+                tiles[i] += isa_dot_tile(k, (enum lm_type)t, &r);
         for (int t = 0; t < LM_TYPE_COUNT; t++)
             if (k->type[t].vec_dot_rows) {
                 isa_dot_rows(k, (enum lm_type)t, &r);
@@ -712,8 +778,11 @@ int main(void)
                "avx512: %d vec_dot, %d vec_dot_rows overrides", own[LM_ISA_AVX512], rows[LM_ISA_AVX512]);
     if (f->avx2 && f->fma && f->f16c) /* this machine: all 13 dot types have AVX2 kernels */
         CHECKF(tested >= 13, "only %d vec_dot overrides", tested);
+    if (lm_cpu_kernels_for(LM_ISA_AVX512))
+        CHECKF(tiles[LM_ISA_AVX512] > 0, "avx512: no vec_dot_tile (F16) tested");
     printf("kernels_isa: %d vec_dot slots tested on crafted inputs (own kernels: avx2 %d, avx512 %d; "
-           "vec_dot_rows: avx2 %d, avx512 %d)\n",
-           tested, own[LM_ISA_AVX2], own[LM_ISA_AVX512], rows[LM_ISA_AVX2], rows[LM_ISA_AVX512]);
+           "vec_dot_rows: avx2 %d, avx512 %d; vec_dot_tile cases: avx512 %d, amx %d)\n",
+           tested, own[LM_ISA_AVX2], own[LM_ISA_AVX512], rows[LM_ISA_AVX2], rows[LM_ISA_AVX512],
+           tiles[LM_ISA_AVX512], tiles[LM_ISA_AMX]);
     return lm_test_summary();
 }

@@ -10,7 +10,11 @@
  *     the KV cache; they are decoded once per context, untimed, and every
  *     repetition removes only the test's tokens (llama_kv_cache_seq_rm), so
  *     each starts from the same cache.
- * A client of llama.h only. Output: markdown (default), csv or json.
+ * A client of llama.h only, but for --profile, which reads the executor's
+ * per-op counters (core/profile.h; lamina links the library statically) and
+ * adds, per test, where its timed runs spent their time: per op, nodes, ms
+ * and share, and the time outside the graph executor.
+ * Output: markdown (default), csv or json.
  */
 #include <math.h>
 #include <stdio.h>
@@ -19,6 +23,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "core/profile.h"
 #include "llama.h"
 
 #define MAX_LIST 16
@@ -34,6 +39,7 @@ struct bench_opts {
     const char *output;
     struct cli_placement place; /* -ngl/-sm/-mg/-ts as lamina run's (one value each) */
     long long no_kvo;           /* -nkvo 0|1 (llama-bench's form) */
+    bool profile;               /* --profile: per-op timing of every test */
 };
 
 struct result {
@@ -43,6 +49,10 @@ struct result {
     long long threads, n, depth, np;
     bool is_pp;
     double mean, sd;
+    struct lm_profile_row *prof; /* --profile: the timed runs' counters (n_prof rows), or NULL */
+    int n_prof;
+    long long reps;
+    int64_t test_us; /* the timed runs' time, summed */
 };
 
 static void bench_usage(FILE *f)
@@ -63,6 +73,10 @@ static void bench_usage(FILE *f)
                "  -r, --repetitions N    timed runs per test (default 5)\n"
                "  -mmp, --mmap 0|1       map the weights (1, default) or read them into memory (0)\n"
                "  -o, --output FMT       md (default), csv or json\n"
+               "  --profile              after the results, a table per test of where its timed runs\n"
+               "                         spent their time: per op, nodes and ms per run, share of the\n"
+               "                         test's time, threads busy %%; and the time outside the graph\n"
+               "                         executor (to stdout for md, to stderr for csv and json)\n"
                "  -ngl, -sm, -mg, -ts, -nkvo  device placement, as for lamina run (one value each;\n"
                "                         this build is CPU only: every layer stays on the CPU)\n"
                "  -h, --help             this text\n",
@@ -105,6 +119,10 @@ static int parse_bench(int argc, char **argv, struct bench_opts *o)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             bench_usage(stdout);
             return 1;
+        }
+        if (!strcmp(a, "--profile")) {
+            o->profile = true;
+            continue;
         }
         int pr = cli_placement_flag(argc, argv, &i, &o->place);
         if (pr < 0)
@@ -215,9 +233,10 @@ static bool fill_depth(struct llama_context *ctx, int n_vocab, long long depth, 
 
 /* One timed test after the depth prefix (sequences 0..np-1 filled): returns
  * tokens per second (all sequences together), or a negative value on
- * failure. Afterwards the test's tokens are removed from the cache again. */
+ * failure, and adds the microseconds it took to *us. Afterwards the test's
+ * tokens are removed from the cache again. */
 static double run_test(struct llama_context *ctx, int n_vocab, bool is_pp, long long n, long long depth,
-                       long long np, long long n_batch, struct llama_batch *gb)
+                       long long np, long long n_batch, struct llama_batch *gb, int64_t *us)
 {
     long long total = is_pp ? n : n * np;
     llama_token *toks = malloc((size_t)(total > 0 ? total : 1) * sizeof *toks);
@@ -242,6 +261,7 @@ static double run_test(struct llama_context *ctx, int n_vocab, bool is_pp, long 
         }
     }
     int64_t dt = llama_time_us() - t0;
+    *us += dt;
     free(toks);
     llama_kv_cache_seq_rm(ctx, -1, (llama_pos)depth, -1);
     return ok && dt > 0 ? (double)total * 1e6 / (double)dt : -1;
@@ -303,15 +323,24 @@ static bool bench_depth(const struct bench_opts *o, const char *path, struct lla
             fprintf(stderr, "error: decoding the depth prefix failed in %s (depth %lld)\n", path, depth);
             break;
         }
-        ok = run_test(ctx, n_vocab, is_pp, is_pp ? n : (n < 16 ? n : 16), depth, np, cp.n_batch, &gb) > 0; /* warm-up */
+        int64_t us = 0;
+        long long n_warm = is_pp ? n : (n < 16 ? n : 16);
+        ok = run_test(ctx, n_vocab, is_pp, n_warm, depth, np, cp.n_batch, &gb, &us) > 0; /* warm-up */
         double sum = 0, sum2 = 0;
+        us = 0;
+        if (o->profile)
+            lm_profile_reset();
         for (long long r = 0; r < o->reps && ok; r++) {
-            double ts = run_test(ctx, n_vocab, is_pp, n, depth, np, cp.n_batch, &gb);
+            double ts = run_test(ctx, n_vocab, is_pp, n, depth, np, cp.n_batch, &gb, &us);
             ok = ts > 0;
             sum += ts;
             sum2 += ts * ts;
         }
         struct result *re = &res[(*n_res)++];
+        re->reps = o->reps;
+        re->test_us = us;
+        if (o->profile && (re->prof = malloc(LM_PROFILE_MAX_ROWS * sizeof *re->prof)))
+            re->n_prof = lm_profile_snapshot(re->prof);
         re->model = path;
         llama_model_desc(model, re->desc, sizeof re->desc);
         re->size = llama_model_size(model);
@@ -351,6 +380,16 @@ static bool bench_model(const struct bench_opts *o, const char *path, struct res
     return ok;
 }
 
+/* The test's name: "pp512", "tg128 x8", "pp512 @ d4096". */
+static void test_name(const struct result *r, char *test, size_t size)
+{
+    int len = snprintf(test, size, "%s%lld", r->is_pp ? "pp" : "tg", r->n);
+    if (r->np > 1)
+        len += snprintf(test + len, size - (size_t)len, " x%lld", r->np);
+    if (r->depth > 0)
+        snprintf(test + len, size - (size_t)len, " @ d%lld", r->depth);
+}
+
 static void print_results(const struct bench_opts *o, const struct result *res, int n)
 {
     bool md = !strcmp(o->output, "md"), csv = !strcmp(o->output, "csv");
@@ -368,11 +407,7 @@ static void print_results(const struct bench_opts *o, const struct result *res, 
     for (int i = 0; i < n; i++) {
         const struct result *r = &res[i];
         char test[64];
-        int len = snprintf(test, sizeof test, "%s%lld", r->is_pp ? "pp" : "tg", r->n);
-        if (r->np > 1)
-            len += snprintf(test + len, sizeof test - (size_t)len, " x%lld", r->np);
-        if (r->depth > 0)
-            snprintf(test + len, sizeof test - (size_t)len, " @ d%lld", r->depth);
+        test_name(r, test, sizeof test);
         if (md) {
             char size[32], params[32];
             snprintf(size, sizeof size, "%.2f MiB", (double)r->size / (1024.0 * 1024.0));
@@ -400,6 +435,56 @@ static void print_results(const struct bench_opts *o, const struct result *res, 
         printf("]\n");
 }
 
+static int by_wall_desc(const void *a, const void *b)
+{
+    int64_t x = ((const struct lm_profile_row *)a)->wall_ns, y = ((const struct lm_profile_row *)b)->wall_ns;
+    return (x < y) - (x > y);
+}
+
+/* --profile: per test, its ops by time (per timed run), then the time outside
+ * the graph executor (graph building, llama_decode's own work); the
+ * time % column sums to 100. md: to stdout, csv and json: to stderr. */
+static void print_profiles(const struct bench_opts *o, struct result *res, int n)
+{
+    FILE *f = !strcmp(o->output, "md") ? stdout : stderr;
+    for (int i = 0; i < n; i++) {
+        struct result *r = &res[i];
+        if (!r->prof || r->reps < 1)
+            continue;
+        char test[64];
+        test_name(r, test, sizeof test);
+        qsort(r->prof, (size_t)r->n_prof, sizeof *r->prof, by_wall_desc);
+        double reps = (double)r->reps, test_ns = (double)r->test_us * 1e3;
+        double pct = test_ns > 0 ? 100.0 / test_ns : 0.0;
+        int64_t wall = 0, busy = 0, thread_ns = 0;
+        fprintf(f, "\nprofile: %s, %lld threads, %s: %.3f ms per run (%lld timed runs)\n", r->desc, r->threads, test,
+                test_ns / 1e6 / reps, r->reps);
+        fprintf(f, "| %-26s | %9s | %10s | %6s | %6s |\n", "op", "nodes/run", "ms/run", "time %", "busy %");
+        fprintf(f, "| %.26s | %.9s | %.10s | %.6s | %.6s |\n", "--------------------------", "--------:",
+                "---------:", "-----:", "-----:");
+        for (int k = 0; k < r->n_prof; k++) {
+            const struct lm_profile_row *p = &r->prof[k];
+            char calls[32];
+            if (p->calls % r->reps == 0)
+                snprintf(calls, sizeof calls, "%lld", (long long)(p->calls / r->reps));
+            else
+                snprintf(calls, sizeof calls, "%.1f", (double)p->calls / reps);
+            double busy_pct = p->thread_ns > 0 ? 100.0 * (double)p->busy_ns / (double)p->thread_ns : 0.0;
+            fprintf(f, "| %-26s | %9s | %10.3f | %6.1f | %6.1f |\n", p->name, calls, (double)p->wall_ns / 1e6 / reps,
+                    (double)p->wall_ns * pct, busy_pct);
+            wall += p->wall_ns;
+            busy += p->busy_ns;
+            thread_ns += p->thread_ns;
+        }
+        double outside = test_ns > (double)wall ? test_ns - (double)wall : 0.0;
+        fprintf(f, "| %-26s | %9s | %10.3f | %6.1f | %6s |\n", "outside the graph executor", "", outside / 1e6 / reps,
+                outside * pct, "");
+        double busy_pct = thread_ns > 0 ? 100.0 * (double)busy / (double)thread_ns : 0.0;
+        fprintf(f, "graph executor: %.1f %% of the time; its threads %.1f %% busy, %.1f %% at barriers or idle\n",
+                (double)wall * pct, busy_pct, 100.0 - busy_pct);
+    }
+}
+
 static void bench_log(enum ggml_log_level level, const char *text, void *user)
 {
     (void)user;
@@ -415,14 +500,20 @@ int cmd_bench(int argc, char **argv)
         return r == 1 ? 0 : r;
     llama_backend_init(false);
     llama_log_set(bench_log, NULL);
+    lm_profile_enable(o.profile);
     int cap = o.n_models * o.n_threads * o.n_depth * (o.n_pp + o.n_tg * o.n_np), n = 0;
     struct result *res = calloc((size_t)cap, sizeof *res);
     bool ok = res != NULL;
     for (int m = 0; m < o.n_models && ok; m++)
         ok = bench_model(&o, o.models[m], res, &n);
-    if (res)
+    if (res) {
         print_results(&o, res, n);
+        print_profiles(&o, res, n);
+        for (int i = 0; i < n; i++)
+            free(res[i].prof);
+    }
     free(res);
+    lm_profile_enable(false);
     llama_backend_free();
     return ok ? 0 : 1;
 }

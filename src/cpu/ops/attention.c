@@ -34,6 +34,17 @@
  * Per-thread scratch: the gathered q row, its rounded copy, a score row of
  * n_kv floats and its rounded copy, the visible cells' indices and the
  * gathered V chunk; the shared part holds the ranges.
+ *
+ * Tiles (when the table has vec_dot_tile for k's and v's dot type, F16 on
+ * AVX-512): up to LM_VEC_DOT_TILE_MAX consecutive items of a thread that
+ * share a kv head (the heads of one query under grouped-query attention,
+ * or consecutive queries) run together: their q rows widened once, the
+ * scores of every K row of the union of their ranges against all of them
+ * (each K row converted once for the tile), then each item's softmax, then
+ * the P.V dots of the items whose visible cells start at the same cell and
+ * have no hole, each with its own length (V read once for the tile). The
+ * tile kernel gives each dot vec_dot's bits, so the outputs are those of
+ * the per-item path whatever the tiling (tests/ops, tests/server).
  */
 #include <math.h>
 #include <string.h>
@@ -56,6 +67,10 @@ struct attn_ctx {
     size_t thread_off;                /* per-thread slices start here; each holds: */
     size_t qc_off, s_off, pc_off, idx_off, vg_off, per_thread; /* [gathered q][rounded q][scores][rounded p]
                                                                   [visible cells][gathered V] */
+    lm_vec_dot_tile_fn ktile, vtile;  /* both set or both NULL: items one at a time */
+    lm_to_float_fn widen;             /* F16 -> F32 for the tiles' q and p */
+    size_t tq_off, ts_off, tp_off, ti_off; /* per thread, per tile slot: widened q, scores, widened p, cells */
+    size_t ts_stride, tp_stride, ti_stride;
 };
 
 static void attn_init(struct attn_ctx *c, const struct lm_tensor *dst, const struct lm_cpu_kernels *kern)
@@ -94,6 +109,20 @@ static void attn_init(struct attn_ctx *c, const struct lm_tensor *dst, const str
     /* V is F32, F16 or BF16 (a transposed cache cannot hold blocks): one element per cell */
     const size_t ves = lm_type_traits(c->v->type)->blck_size == 1 ? lm_type_traits(c->v->type)->type_size : 0;
     c->per_thread = c->vg_off + lm_cpu_pad((size_t)GATHER_CH * (size_t)c->n_kv * ves);
+    if (c->kt == LM_TYPE_F16 && c->vt == LM_TYPE_F16 && kk->vec_dot_tile && vk->vec_dot_tile &&
+        c->k->nb[0] == 2 && c->v->nb[0] == 2 && dst->nb[0] == sizeof(float)) {
+        c->ktile = kk->vec_dot_tile;
+        c->vtile = vk->vec_dot_tile;
+        c->widen = kern->type[LM_TYPE_F16].to_float;
+        c->ts_stride = lm_cpu_pad((size_t)c->n_kv * sizeof(float));
+        c->tp_stride = lm_cpu_pad((size_t)(c->n_kv + 16) * sizeof(float));
+        c->ti_stride = lm_cpu_pad((size_t)c->n_kv * sizeof(int32_t));
+        c->tq_off = c->per_thread;
+        c->ts_off = c->tq_off + LM_VEC_DOT_TILE_MAX * lm_cpu_pad((size_t)c->d * sizeof(float));
+        c->tp_off = c->ts_off + LM_VEC_DOT_TILE_MAX * c->ts_stride;
+        c->ti_off = c->tp_off + LM_VEC_DOT_TILE_MAX * c->tp_stride;
+        c->per_thread = c->ti_off + LM_VEC_DOT_TILE_MAX * c->ti_stride;
+    }
 }
 
 /* Scratch: the ranges, then per thread q, rounded q, scores, rounded p,
@@ -145,27 +174,94 @@ static const void *attn_q(const struct attn_ctx *c, char *scratch, int64_t i, in
     return scratch + c->qc_off;
 }
 
+/* Query i's mask row (its cells contiguous: no_hole checked nb[0]). */
+static const float *mask_row(const struct attn_ctx *c, int64_t i)
+{
+    return (const float *)((const char *)c->mask->data + i * (int64_t)c->mask->nb[1]);
+}
+
+/* Whether every cell of [lo, hi) is visible to query i (and the mask row is
+ * contiguous), so the softmax needs no compaction. */
+static bool no_hole(const struct attn_ctx *c, int64_t i, int64_t lo, int64_t hi)
+{
+    if (!c->mask)
+        return true;
+    if (c->mask->nb[0] != sizeof(float))
+        return false;
+    const float *m = mask_row(c, i);
+    int hidden = 0;
+    for (int64_t j = lo; j < hi; j++)
+        hidden |= m[j] == -INFINITY;
+    return !hidden;
+}
+
+/* s[j] = s[j] * scale (+ slope * m[j]) for j < n, the same float steps as
+ * attn_softmax's loop; returns the largest (NaN ignored, as there). Written
+ * with GCC vector types (4 lanes: the generic code's baseline SSE2; GCC does
+ * not vectorize the scalar form) and a running maximum per lane; the result
+ * is the same value (only a zero's sign could differ, which exp(w - max)
+ * does not see). */
+typedef float attn_v4f __attribute__((vector_size(16)));
+typedef int32_t attn_v4i __attribute__((vector_size(16)));
+
+static float scale_max(const struct attn_ctx *c, float *s, int64_t n, const float *m, float slope)
+{
+    const float scale = c->scale;
+    const attn_v4f vs = {scale, scale, scale, scale}, vk = {slope, slope, slope, slope};
+    attn_v4f lane = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        attn_v4f w, mv;
+        memcpy(&w, s + j, sizeof w);
+        w = w * vs;
+        if (m) {
+            memcpy(&mv, m + j, sizeof mv);
+            w = w + vk * mv;
+        }
+        memcpy(s + j, &w, sizeof w);
+        const attn_v4i gt = w > lane; /* lanes where w is larger (false for NaN) */
+        lane = (attn_v4f)(((attn_v4i)w & gt) | ((attn_v4i)lane & ~gt));
+    }
+    float max = -INFINITY;
+    for (int l = 0; l < 4; l++)
+        max = lane[l] > max ? lane[l] : max;
+    for (; j < n; j++) {
+        float w = s[j] * scale;
+        if (m)
+            w += slope * m[j];
+        s[j] = w;
+        max = w > max ? w : max;
+    }
+    return max;
+}
+
 /* Softmax of the visible cells of [lo, hi): their probabilities compacted in
  * cell order into s[lo], s[lo + 1], ..., their cell indices into idx.
- * Returns how many there are. */
+ * Returns how many there are. qc NULL: the dots are already in s[lo, hi). */
 static int64_t attn_softmax(const struct attn_ctx *c, const void *qc, float *s, int32_t *idx, int64_t i, int64_t h,
                             int64_t lo, int64_t hi)
 {
     const int64_t g = h / c->ratio;
     const float slope = lm_cpu_alibi_slope(c->max_bias, c->n_head, h);
     const char *krow = (const char *)c->k->data + g * (int64_t)c->k->nb[2];
+    const bool have = qc == NULL || c->kdot_rows;
     /* all dots of [lo, hi) at once where the table can (the same bits as kdot;
      * hidden cells inside the range are computed and dropped) */
-    if (c->kdot_rows)
+    if (qc && c->kdot_rows)
         c->kdot_rows(c->d, hi - lo, s + lo, krow + lo * (int64_t)c->k->nb[1], c->k->nb[1], qc);
     float max = -INFINITY;
     int64_t n = 0;
-    for (int64_t j = lo; j < hi; j++) {
+    if (have && no_hole(c, i, lo, hi)) { /* the loop below without its branches, in 16 lanes */
+        n = hi - lo;
+        idx[0] = (int32_t)lo; /* the P.V path reads only the first cell when there is no hole */
+        max = scale_max(c, s + lo, n, c->mask ? mask_row(c, i) + lo : NULL, slope);
+    }
+    for (int64_t j = lo + n; j < hi; j++) {
         const float m = c->mask ? mask_at(c, j, i) : 0.0f;
         if (m == -INFINITY)
             continue;
         float dot;
-        if (c->kdot_rows)
+        if (have)
             dot = s[j];
         else
             c->kdot(c->d, &dot, krow + j * (int64_t)c->k->nb[1], qc);
@@ -252,6 +348,66 @@ static void attn_item(const struct attn_ctx *c, char *scratch, struct lm_tensor 
     attn_pv(c, scratch, out, dst->nb[0], pc, idx, n, h / c->ratio, n != hi - lo);
 }
 
+/* Items (query it[t], head ht[t]) of kv head g, nt <= LM_VEC_DOT_TILE_MAX,
+ * as a tile (see the file comment). */
+static void attn_tile(const struct attn_ctx *c, char *scratch, struct lm_tensor *dst, const int64_t *it,
+                      const int64_t *ht, int nt, int64_t g, const int32_t *ranges)
+{
+    float *sq[LM_VEC_DOT_TILE_MAX], *out[LM_VEC_DOT_TILE_MAX];
+    const float *qf[LM_VEC_DOT_TILE_MAX], *pf[LM_VEC_DOT_TILE_MAX];
+    int64_t len[LM_VEC_DOT_TILE_MAX], n[LM_VEC_DOT_TILE_MAX], lo = INT64_MAX, hi = 0;
+    int m = 0, slot[LM_VEC_DOT_TILE_MAX];
+    for (int t = 0; t < nt; t++) {
+        const int64_t l = ranges[2 * it[t]], h = ranges[2 * it[t] + 1];
+        if (l >= h) { /* no visible cell: the item's own path writes its zeros */
+            attn_item(c, scratch, dst, it[t], ht[t], ranges);
+            continue;
+        }
+        float *q = (float *)(scratch + c->tq_off + (size_t)m * lm_cpu_pad((size_t)c->d * sizeof(float)));
+        c->widen(attn_q(c, scratch, it[t], ht[t]), q, c->d);
+        qf[m] = q;
+        sq[m] = (float *)(scratch + c->ts_off + (size_t)m * c->ts_stride);
+        len[m] = c->d;
+        slot[m++] = t;
+        lo = l < lo ? l : lo;
+        hi = h > hi ? h : hi;
+    }
+    if (m == 0)
+        return;
+    /* scores of every K row of [lo, hi) against the m queries */
+    float *srow[LM_VEC_DOT_TILE_MAX];
+    for (int q = 0; q < m; q++)
+        srow[q] = sq[q] + lo;
+    const char *krow = (const char *)c->k->data + g * (int64_t)c->k->nb[2] + lo * (int64_t)c->k->nb[1];
+    c->ktile(hi - lo, m, len, srow, krow, c->k->nb[1], qf);
+    /* softmax per item; P.V tiled for those without holes starting at the first one's cell */
+    int pv = 0;
+    int64_t pvlo = -1;
+    for (int q = 0; q < m; q++) {
+        const int t = slot[q];
+        const int64_t l = ranges[2 * it[t]], h = ranges[2 * it[t] + 1];
+        int32_t *idx = (int32_t *)(scratch + c->ti_off + (size_t)q * c->ti_stride);
+        n[q] = attn_softmax(c, NULL, sq[q], idx, it[t], ht[t], l, h);
+        char *o = (char *)dst->data + ht[t] * (int64_t)dst->nb[1] + it[t] * (int64_t)dst->nb[2];
+        c->venc(sq[q] + l, scratch + c->pc_off, n[q]);
+        if (n[q] == h - l && (pvlo < 0 || l == pvlo)) {
+            float *p = (float *)(scratch + c->tp_off + (size_t)pv * c->tp_stride);
+            c->widen(scratch + c->pc_off, p, n[q]);
+            pvlo = l;
+            pf[pv] = p;
+            out[pv] = (float *)o;
+            len[pv] = n[q];
+            pv++;
+            continue;
+        }
+        attn_pv(c, scratch, o, dst->nb[0], scratch + c->pc_off, idx, n[q], g, n[q] != h - l);
+    }
+    if (pv) {
+        const char *vbase = (const char *)c->v->data + pvlo * (int64_t)c->v->nb[0] + g * (int64_t)c->v->nb[2];
+        c->vtile(c->d_v, pv, len, out, vbase, c->v->nb[1], pf);
+    }
+}
+
 /* Cost of one item of query i: its visible range plus a fixed overhead. */
 static int64_t item_cost(const int32_t *ranges, int64_t i) { return ranges[2 * i + 1] - ranges[2 * i] + 8; }
 
@@ -268,6 +424,8 @@ void lm_cpu_op_attn(const struct lm_cpu_params *p, struct lm_tensor *dst)
         total += item_cost(ranges, i) * c.n_head;
     char *scratch = lm_cpu_wslice(p, c.thread_off, c.per_thread);
     int64_t done = 0; /* cost of the items before the current one */
+    int64_t ti[LM_VEC_DOT_TILE_MAX], th[LM_VEC_DOT_TILE_MAX], tg = 0;
+    int nt = 0; /* pending tile items (kv head tg) */
     for (int64_t g = 0; g < c.n_head_kv; g++)
         for (int64_t i = 0; i < c.n_q; i++) {
             const int64_t cost = item_cost(ranges, i);
@@ -275,9 +433,23 @@ void lm_cpu_op_attn(const struct lm_cpu_params *p, struct lm_tensor *dst)
                 /* an item belongs to the thread whose share holds its midpoint */
                 const int64_t owner = (2 * done + cost) * p->nth / (2 * total);
                 if (owner > p->ith)
-                    return; /* owners only grow along the order */
-                if (owner == p->ith)
+                    goto out; /* owners only grow along the order */
+                if (owner != p->ith)
+                    continue;
+                if (!c.ktile) {
                     attn_item(&c, scratch, dst, i, g * c.ratio + r, ranges);
+                    continue;
+                }
+                if (nt == LM_VEC_DOT_TILE_MAX || (nt && tg != g)) {
+                    attn_tile(&c, scratch, dst, ti, th, nt, tg, ranges);
+                    nt = 0;
+                }
+                ti[nt] = i;
+                th[nt++] = g * c.ratio + r;
+                tg = g;
             }
         }
+out:
+    if (nt)
+        attn_tile(&c, scratch, dst, ti, th, nt, tg, ranges);
 }

@@ -194,6 +194,104 @@ void lm_vec_dot_rows_f16_avx512(int64_t n, int64_t nr, float *s, const void *x, 
         dot_f16(1, n, s + r, (const char *)x + (size_t)r * bx, bx, y, widen ? yf : NULL);
 }
 
+/* ---- F16 tiles: R rows x Q widened y of their own lengths ----
+ * Element i of query q goes to accumulator (i % 32) / 16, lane i % 16, in
+ * increasing i: dot_f16's order. A step of 16 elements that is whole for q
+ * is a plain FMA; the step holding q's last elements multiplies x zeroed
+ * past the end by y zeroed past the end (dot_f16's masked tail: + 0 * 0);
+ * later steps leave q's accumulators alone. Then a0 + a1 and the hsum tree
+ * (hsum4 over 4 dots gives each hsum's bits). */
+#define TILE_R 2
+
+static ALWAYS_INLINE void tile_f16(const int R, const int Q, int64_t nmin, int64_t nmax, const int64_t *len,
+                                   float *const *s, int64_t r0, const void *vx, size_t bx, const float *const *y)
+{
+    __m512 a[TILE_R][LM_VEC_DOT_TILE_MAX][2];
+    const lm_fp16 *x[TILE_R];
+    for (int r = 0; r < R; r++) {
+        x[r] = row_at(vx, bx, r);
+        for (int q = 0; q < Q; q++)
+            a[r][q][0] = a[r][q][1] = _mm512_setzero_ps();
+    }
+    int64_t i = 0;
+    for (; i + 32 <= nmin; i += 32) { /* whole for every query */
+        __m512 x0[TILE_R], x1[TILE_R];
+        for (int r = 0; r < R; r++) {
+            x0[r] = load_f16x16(x[r] + i);
+            x1[r] = load_f16x16(x[r] + i + 16);
+        }
+        for (int q = 0; q < Q; q++) {
+            const __m512 y0 = _mm512_loadu_ps(y[q] + i), y1 = _mm512_loadu_ps(y[q] + i + 16);
+            for (int r = 0; r < R; r++) {
+                a[r][q][0] = _mm512_fmadd_ps(x0[r], y0, a[r][q][0]);
+                a[r][q][1] = _mm512_fmadd_ps(x1[r], y1, a[r][q][1]);
+            }
+        }
+    }
+    for (; i < nmax; i += 16) {
+        const int j = (int)(i % 32) / 16;
+        const __mmask16 mx = (__mmask16)(nmax - i >= 16 ? 0xFFFF : (1u << (nmax - i)) - 1);
+        __m512 xv[TILE_R];
+        for (int r = 0; r < R; r++)
+            xv[r] = load_f16x16_mask(mx, x[r] + i);
+        for (int q = 0; q < Q; q++) {
+            if (i >= len[q])
+                continue;
+            if (i + 16 <= len[q]) {
+                const __m512 yv = _mm512_loadu_ps(y[q] + i);
+                for (int r = 0; r < R; r++)
+                    a[r][q][j] = _mm512_fmadd_ps(xv[r], yv, a[r][q][j]);
+            } else {
+                const __mmask16 m = (__mmask16)((1u << (len[q] - i)) - 1);
+                const __m512 yv = _mm512_maskz_loadu_ps(m, y[q] + i);
+                for (int r = 0; r < R; r++)
+                    a[r][q][j] = _mm512_fmadd_ps(_mm512_maskz_mov_ps(m, xv[r]), yv, a[r][q][j]);
+            }
+        }
+    }
+    __m512 v[TILE_R * LM_VEC_DOT_TILE_MAX];
+    float out[TILE_R * LM_VEC_DOT_TILE_MAX];
+    int nv = 0;
+    for (int q = 0; q < Q; q++)
+        for (int r = 0; r < R; r++)
+            v[nv++] = _mm512_add_ps(a[r][q][0], a[r][q][1]);
+    int k = 0;
+    for (; k + 4 <= nv; k += 4)
+        avx512_hsum4_ps(v[k], v[k + 1], v[k + 2], v[k + 3], out + k);
+    for (; k < nv; k++)
+        out[k] = avx512_hsum_ps(v[k]);
+    for (int q = 0, t = 0; q < Q; q++)
+        for (int r = 0; r < R; r++, t++)
+            s[q][r0 + r] = out[t];
+}
+
+static ALWAYS_INLINE void tile_rows_f16(const int Q, int64_t nr, const int64_t *len, float *const *s, const void *x,
+                                        size_t bx, const float *const *y)
+{
+    int64_t nmin = len[0], nmax = len[0];
+    for (int q = 1; q < Q; q++) {
+        nmin = len[q] < nmin ? len[q] : nmin;
+        nmax = len[q] > nmax ? len[q] : nmax;
+    }
+    int64_t r = 0;
+    for (; r + TILE_R <= nr; r += TILE_R)
+        tile_f16(TILE_R, Q, nmin, nmax, len, s, r, (const char *)x + (size_t)r * bx, bx, y);
+    for (; r < nr; r++)
+        tile_f16(1, Q, nmin, nmax, len, s, r, (const char *)x + (size_t)r * bx, bx, y);
+}
+
+/* Contract: kernels.h (lm_vec_dot_tile_fn); each s[q][r] has lm_vec_dot_f16_avx512's bits. */
+void lm_vec_dot_tile_f16_avx512(int64_t nr, int nq, const int64_t *len, float *const *s, const void *x, size_t bx,
+                                const float *const *y)
+{
+    switch (nq) {
+    case 4: tile_rows_f16(4, nr, len, s, x, bx, y); break;
+    case 3: tile_rows_f16(3, nr, len, s, x, bx, y); break;
+    case 2: tile_rows_f16(2, nr, len, s, x, bx, y); break;
+    default: tile_rows_f16(1, nr, len, s, x, bx, y); break;
+    }
+}
+
 /* ---- BF16 (vdpbf16ps) ---- */
 
 static ALWAYS_INLINE __m512bh load_bf16x32(const lm_bf16 *p) { return (__m512bh)_mm512_loadu_si512(p); }
