@@ -44,7 +44,10 @@
  * the P.V dots of the items whose visible cells start at the same cell and
  * have no hole, each with its own length (V read once for the tile). The
  * tile kernel gives each dot vec_dot's bits, so the outputs are those of
- * the per-item path whatever the tiling (tests/ops, tests/server).
+ * the per-item path whatever the tiling (tests/ops, tests/server). A tile of
+ * one query's heads whose range has hidden cells (other sequences' cells)
+ * gathers the visible cells' K rows and V columns once instead
+ * (attn_gathered): no dot on a hidden cell.
  */
 #include <math.h>
 #include <string.h>
@@ -71,6 +74,7 @@ struct attn_ctx {
     lm_to_float_fn widen;             /* F16 -> F32 for the tiles' q and p */
     size_t tq_off, ts_off, tp_off, ti_off; /* per thread, per tile slot: widened q, scores, widened p, cells */
     size_t ts_stride, tp_stride, ti_stride;
+    size_t kg_off, vt_off;            /* per thread: gathered K rows, gathered V columns (one query's cells) */
 };
 
 static void attn_init(struct attn_ctx *c, const struct lm_tensor *dst, const struct lm_cpu_kernels *kern)
@@ -121,7 +125,9 @@ static void attn_init(struct attn_ctx *c, const struct lm_tensor *dst, const str
         c->ts_off = c->tq_off + LM_VEC_DOT_TILE_MAX * lm_cpu_pad((size_t)c->d * sizeof(float));
         c->tp_off = c->ts_off + LM_VEC_DOT_TILE_MAX * c->ts_stride;
         c->ti_off = c->tp_off + LM_VEC_DOT_TILE_MAX * c->tp_stride;
-        c->per_thread = c->ti_off + LM_VEC_DOT_TILE_MAX * c->ti_stride;
+        c->kg_off = c->ti_off + LM_VEC_DOT_TILE_MAX * c->ti_stride;
+        c->vt_off = c->kg_off + lm_cpu_pad((size_t)c->n_kv * (size_t)c->d * 2);
+        c->per_thread = c->vt_off + lm_cpu_pad((size_t)c->n_kv * (size_t)c->d_v * 2);
     }
 }
 
@@ -348,6 +354,67 @@ static void attn_item(const struct attn_ctx *c, char *scratch, struct lm_tensor 
     attn_pv(c, scratch, out, dst->nb[0], pc, idx, n, h / c->ratio, n != hi - lo);
 }
 
+/* Items of one query i (heads ht[0..m), queries widened in qf, score rows sq)
+ * whose visible cells of [lo, hi) have holes (other sequences' cells, a
+ * server's interleaved slots): the visible cells' K rows and V columns are
+ * gathered once for the m heads, so no dot is spent on hidden cells, and
+ * each head's scores, softmax and P.V run on the compacted cells: the dots
+ * and sums of the per-item path in the same order (vec_dot's bits; softmax
+ * as attn_softmax over the compacted row), the same bits as the sequence
+ * alone in the cache. */
+static void attn_gathered(const struct attn_ctx *c, char *scratch, struct lm_tensor *dst, int64_t i,
+                          const int64_t *ht, int m, int64_t g, const float *const *qf, float *const *sq, int64_t lo,
+                          int64_t hi)
+{
+    int32_t *idx = (int32_t *)(scratch + c->ti_off);
+    int64_t n = 0;
+    for (int64_t j = lo; j < hi; j++)
+        if (mask_at(c, j, i) != -INFINITY)
+            idx[n++] = (int32_t)j;
+    const size_t krb = (size_t)c->d * 2, vrb = (size_t)n * 2;
+    char *kg = scratch + c->kg_off, *vg = scratch + c->vt_off;
+    const char *kbase = (const char *)c->k->data + g * (int64_t)c->k->nb[2];
+    for (int64_t k = 0; k < n; k++)
+        memcpy(kg + (size_t)k * krb, kbase + (int64_t)idx[k] * (int64_t)c->k->nb[1], krb);
+    int64_t len[LM_VEC_DOT_TILE_MAX];
+    for (int q = 0; q < m; q++)
+        len[q] = c->d;
+    c->ktile(n, m, len, sq, kg, krb, qf);
+    /* V columns: runs of consecutive cells copied whole */
+    const char *vbase = (const char *)c->v->data + g * (int64_t)c->v->nb[2];
+    for (int64_t k0 = 0; k0 < n;) {
+        int64_t k1 = k0 + 1;
+        while (k1 < n && idx[k1] == idx[k1 - 1] + 1)
+            k1++;
+        for (int64_t e = 0; e < c->d_v; e++)
+            memcpy(vg + (size_t)e * vrb + (size_t)k0 * 2,
+                   vbase + e * (int64_t)c->v->nb[1] + (int64_t)idx[k0] * (int64_t)c->v->nb[0], (size_t)(k1 - k0) * 2);
+        k0 = k1;
+    }
+    float *out[LM_VEC_DOT_TILE_MAX];
+    const float *pf[LM_VEC_DOT_TILE_MAX];
+    for (int q = 0; q < m; q++) {
+        const float slope = lm_cpu_alibi_slope(c->max_bias, c->n_head, ht[q]);
+        float *s = sq[q], max = -INFINITY;
+        for (int64_t k = 0; k < n; k++) { /* attn_softmax's steps on the compacted row */
+            const float w = s[k] * c->scale + slope * mask_at(c, idx[k], i);
+            s[k] = w;
+            max = w > max ? w : max;
+        }
+        const double sum = c->exp_sum(n, s, s, max);
+        const float inv = (float)(1.0 / sum);
+        for (int64_t k = 0; k < n; k++)
+            s[k] *= inv;
+        float *p = (float *)(scratch + c->tp_off + (size_t)q * c->tp_stride);
+        c->venc(s, scratch + c->pc_off, n);
+        c->widen(scratch + c->pc_off, p, n);
+        pf[q] = p;
+        out[q] = (float *)((char *)dst->data + ht[q] * (int64_t)dst->nb[1] + i * (int64_t)dst->nb[2]);
+        len[q] = n;
+    }
+    c->vtile(c->d_v, m, len, out, vg, vrb, pf);
+}
+
 /* Items (query it[t], head ht[t]) of kv head g, nt <= LM_VEC_DOT_TILE_MAX,
  * as a tile (see the file comment). */
 static void attn_tile(const struct attn_ctx *c, char *scratch, struct lm_tensor *dst, const int64_t *it,
@@ -374,6 +441,16 @@ static void attn_tile(const struct attn_ctx *c, char *scratch, struct lm_tensor 
     }
     if (m == 0)
         return;
+    bool one_query = c->mask != NULL;
+    for (int q = 1; q < m; q++)
+        one_query = one_query && it[slot[q]] == it[slot[0]];
+    if (one_query && !no_hole(c, it[slot[0]], lo, hi)) {
+        int64_t hq[LM_VEC_DOT_TILE_MAX];
+        for (int q = 0; q < m; q++)
+            hq[q] = ht[slot[q]];
+        attn_gathered(c, scratch, dst, it[slot[0]], hq, m, g, qf, sq, lo, hi);
+        return;
+    }
     /* scores of every K row of [lo, hi) against the m queries */
     float *srow[LM_VEC_DOT_TILE_MAX];
     for (int q = 0; q < m; q++)
