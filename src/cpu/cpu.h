@@ -37,6 +37,7 @@ struct lm_cpu_features {
      * the tile data state (arch_prctl ARCH_REQ_XCOMP_PERM, asked once here). */
     bool amx_tile, amx_bf16, amx_int8;
     bool amd; /* vendor "AuthenticAMD" (cpuid leaf 0): kernel tuning, not capability */
+    int family; /* cpuid leaf 1 display family (base + extended): AMD 25 = Zen 3/4, 26 = Zen 5 */
 };
 const struct lm_cpu_features *lm_cpu_features(void);
 

@@ -55,6 +55,8 @@ static void detect_x86(struct lm_cpu_features *f)
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d))
         return;
+    const int base_family = (int)((a >> 8) & 0xF);
+    f->family = base_family + (base_family == 0xF ? (int)((a >> 20) & 0xFF) : 0);
     f->sse3 = (c >> 0) & 1;
     f->ssse3 = (c >> 9) & 1;
     bool fma = (c >> 12) & 1;

@@ -22,11 +22,13 @@
  * DRAM; with more columns the next group is prefetched on every CPU: F16
  * pp512 on Zen 4 71-77 t/s without, 85-86 with). Set once by
  * lm_cpu_kernels_init_avx512 while the tables are built (before any kernel
- * of the level runs; read-only afterwards): false on AMD, where the hardware
- * prefetchers alone stream faster (Zen 4, single thread, 512 MiB, GB/s with /
- * without: Q4_0 22.7 / 26.1, Q8_0 19.4 / 24.1, F16 20.8 / 26.2), true
- * elsewhere (Sapphire Rapids: the distances in each kernel file were tuned
- * there). LAMINA_PREFETCH=0|1 overrides it (docs/kernels.md). */
+ * of the level runs; read-only afterwards): false on AMD family 25 (Zen 4),
+ * where the hardware prefetchers alone stream faster (single thread, 512 MiB,
+ * GB/s with / without: Q4_0 22.7 / 26.1, Q8_0 19.4 / 24.1, F16 20.8 / 26.2),
+ * true elsewhere: Sapphire Rapids (the distances in each kernel file were
+ * tuned there) and Zen 5 (family 26; tinyllama tg64, 2 threads, t/s without
+ * / with: Q4_0 48-52 / 61, Q8_0 32-34 / 34-36, F16 18.3-18.7 / 21-22,
+ * Q4_K_M 32-41 / 52-55). LAMINA_PREFETCH=0|1 overrides it (docs/kernels.md). */
 extern bool lm_avx512_prefetch;
 
 /* Bytes ahead of the current weight data that the dot kernels prefetch (the
