@@ -67,6 +67,7 @@ struct attn_ctx {
     lm_from_float_fn kenc, venc;
     lm_exp_sum_fn exp_sum;
     size_t ranges_off;                /* shared: int32 lo, hi per query */
+    size_t holes_off;                 /* shared: per query 1 if [lo, hi) has a hidden cell */
     size_t thread_off;                /* per-thread slices start here; each holds: */
     size_t qc_off, s_off, pc_off, idx_off, vg_off, per_thread; /* [gathered q][rounded q][scores][rounded p]
                                                                   [visible cells][gathered V] */
@@ -104,7 +105,8 @@ static void attn_init(struct attn_ctx *c, const struct lm_tensor *dst, const str
     c->venc = kern->type[c->vt].from_float;
     c->exp_sum = kern->exp_sum;
     c->ranges_off = 0;
-    c->thread_off = lm_cpu_pad((size_t)c->n_q * 2 * sizeof(int32_t));
+    c->holes_off = lm_cpu_pad((size_t)c->n_q * 2 * sizeof(int32_t));
+    c->thread_off = c->holes_off + lm_cpu_pad((size_t)c->n_q);
     c->qc_off = lm_cpu_pad((size_t)c->d * sizeof(float));
     c->s_off = c->qc_off + lm_cpu_pad(lm_row_size(c->kt, c->d));
     c->pc_off = c->s_off + lm_cpu_pad((size_t)c->n_kv * sizeof(float));
@@ -145,8 +147,11 @@ static float mask_at(const struct attn_ctx *c, int64_t j, int64_t i)
     return *(const float *)((const char *)c->mask->data + j * (int64_t)c->mask->nb[0] + i * (int64_t)c->mask->nb[1]);
 }
 
-/* Phase 1: [lo, hi) of the visible cells of this thread's queries (lo == hi: none). */
-static void attn_ranges(const struct attn_ctx *c, const struct lm_cpu_params *p, int32_t *ranges)
+static bool no_hole(const struct attn_ctx *c, int64_t i, int64_t lo, int64_t hi);
+
+/* Phase 1: [lo, hi) of the visible cells of this thread's queries (lo == hi:
+ * none), and whether a hidden cell lies inside. */
+static void attn_ranges(const struct attn_ctx *c, const struct lm_cpu_params *p, int32_t *ranges, uint8_t *holes)
 {
     int64_t i0, i1;
     lm_cpu_split(c->n_q, p->ith, p->nth, &i0, &i1);
@@ -160,6 +165,7 @@ static void attn_ranges(const struct attn_ctx *c, const struct lm_cpu_params *p,
         }
         ranges[2 * i] = (int32_t)lo;
         ranges[2 * i + 1] = (int32_t)hi;
+        holes[i] = !no_hole(c, i, lo, hi);
     }
 }
 
@@ -257,7 +263,7 @@ static int64_t attn_softmax(const struct attn_ctx *c, const void *qc, float *s, 
         c->kdot_rows(c->d, hi - lo, s + lo, krow + lo * (int64_t)c->k->nb[1], c->k->nb[1], qc);
     float max = -INFINITY;
     int64_t n = 0;
-    if (have && no_hole(c, i, lo, hi)) { /* the loop below without its branches, in 16 lanes */
+    if (have && no_hole(c, i, lo, hi)) { /* the loop below without its branches (scale_max) */
         n = hi - lo;
         idx[0] = (int32_t)lo; /* the P.V path reads only the first cell when there is no hole */
         max = scale_max(c, s + lo, n, c->mask ? mask_row(c, i) + lo : NULL, slope);
@@ -494,7 +500,8 @@ void lm_cpu_op_attn(const struct lm_cpu_params *p, struct lm_tensor *dst)
     struct attn_ctx c;
     attn_init(&c, dst, p->kern);
     int32_t *ranges = (int32_t *)((char *)p->wdata + c.ranges_off);
-    attn_ranges(&c, p, ranges);
+    uint8_t *holes = (uint8_t *)p->wdata + c.holes_off;
+    attn_ranges(&c, p, ranges, holes);
     lm_cpu_sync(p);
     int64_t total = 0;
     for (int64_t i = 0; i < c.n_q; i++)
@@ -517,7 +524,10 @@ void lm_cpu_op_attn(const struct lm_cpu_params *p, struct lm_tensor *dst)
                     attn_item(&c, scratch, dst, i, g * c.ratio + r, ranges);
                     continue;
                 }
-                if (nt == LM_VEC_DOT_TILE_MAX || (nt && tg != g)) {
+                /* a query whose cells have holes (interleaved sequences) gets
+                 * tiles of its own heads: attn_gathered dots only its cells */
+                const bool split = nt && ti[nt - 1] != i && (holes[i] || holes[ti[nt - 1]]);
+                if (nt == LM_VEC_DOT_TILE_MAX || (nt && tg != g) || split) {
                     attn_tile(&c, scratch, dst, ti, th, nt, tg, ranges);
                     nt = 0;
                 }
