@@ -104,7 +104,8 @@ typedef void (*lm_gemm_fn)(int64_t k, float *s, size_t ldc, const void *x, const
 typedef void (*lm_gemv_fn)(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
                            const int16_t *ysum);
 
-/* Panel GEMM over a whole range of repacked groups (AMX level; optional slot):
+/* Panel GEMM over a whole range of repacked groups (AMX level; AVX-512 VNNI for
+ * Q4_0/Q8_0; optional slot):
  * for the 8-row groups [0, n_groups) of a repacked matrix at x (group g at
  * x + g * group_bytes, layouts of cpu/repack.h) and n activation rows (row c
  * at y + c * by, written by the type's panel_from_float: panel_row_size(k)

@@ -68,6 +68,7 @@ struct attn_ctx {
     lm_exp_sum_fn exp_sum;
     size_t ranges_off;                /* shared: int32 lo, hi per query */
     size_t holes_off;                 /* shared: per query 1 if [lo, hi) has a hidden cell */
+    const uint8_t *holes;             /* that array once phase 1 wrote it (lm_cpu_op_attn) */
     size_t thread_off;                /* per-thread slices start here; each holds: */
     size_t qc_off, s_off, pc_off, idx_off, vg_off, per_thread; /* [gathered q][rounded q][scores][rounded p]
                                                                   [visible cells][gathered V] */
@@ -147,7 +148,26 @@ static float mask_at(const struct attn_ctx *c, int64_t j, int64_t i)
     return *(const float *)((const char *)c->mask->data + j * (int64_t)c->mask->nb[0] + i * (int64_t)c->mask->nb[1]);
 }
 
-static bool no_hole(const struct attn_ctx *c, int64_t i, int64_t lo, int64_t hi);
+/* Query i's mask row (its cells contiguous: no_hole checked nb[0]). */
+static const float *mask_row(const struct attn_ctx *c, int64_t i)
+{
+    return (const float *)((const char *)c->mask->data + i * (int64_t)c->mask->nb[1]);
+}
+
+/* Whether every cell of [lo, hi) is visible to query i (and the mask row is
+ * contiguous), so the softmax needs no compaction. */
+static bool no_hole(const struct attn_ctx *c, int64_t i, int64_t lo, int64_t hi)
+{
+    if (!c->mask)
+        return true;
+    if (c->mask->nb[0] != sizeof(float))
+        return false;
+    const float *m = mask_row(c, i);
+    int hidden = 0;
+    for (int64_t j = lo; j < hi; j++)
+        hidden |= m[j] == -INFINITY;
+    return !hidden;
+}
 
 /* Phase 1: [lo, hi) of the visible cells of this thread's queries (lo == hi:
  * none), and whether a hidden cell lies inside. */
@@ -184,27 +204,6 @@ static const void *attn_q(const struct attn_ctx *c, char *scratch, int64_t i, in
         return f;
     c->kenc(f, scratch + c->qc_off, c->d);
     return scratch + c->qc_off;
-}
-
-/* Query i's mask row (its cells contiguous: no_hole checked nb[0]). */
-static const float *mask_row(const struct attn_ctx *c, int64_t i)
-{
-    return (const float *)((const char *)c->mask->data + i * (int64_t)c->mask->nb[1]);
-}
-
-/* Whether every cell of [lo, hi) is visible to query i (and the mask row is
- * contiguous), so the softmax needs no compaction. */
-static bool no_hole(const struct attn_ctx *c, int64_t i, int64_t lo, int64_t hi)
-{
-    if (!c->mask)
-        return true;
-    if (c->mask->nb[0] != sizeof(float))
-        return false;
-    const float *m = mask_row(c, i);
-    int hidden = 0;
-    for (int64_t j = lo; j < hi; j++)
-        hidden |= m[j] == -INFINITY;
-    return !hidden;
 }
 
 /* s[j] = s[j] * scale (+ slope * m[j]) for j < n, the same float steps as
@@ -247,6 +246,16 @@ static float scale_max(const struct attn_ctx *c, float *s, int64_t n, const floa
     return max;
 }
 
+/* The softmax's end on n compacted values w: exp(w - max) (the table's
+ * exp_sum, double sum), then one float multiply by 1 / sum. */
+static void normalize(const struct attn_ctx *c, float *s, int64_t n, float max)
+{
+    const double sum = c->exp_sum(n, s, s, max);
+    const float inv = (float)(1.0 / sum);
+    for (int64_t j = 0; j < n; j++)
+        s[j] *= inv;
+}
+
 /* Softmax of the visible cells of [lo, hi): their probabilities compacted in
  * cell order into s[lo], s[lo + 1], ..., their cell indices into idx.
  * Returns how many there are. qc NULL: the dots are already in s[lo, hi). */
@@ -263,7 +272,7 @@ static int64_t attn_softmax(const struct attn_ctx *c, const void *qc, float *s, 
         c->kdot_rows(c->d, hi - lo, s + lo, krow + lo * (int64_t)c->k->nb[1], c->k->nb[1], qc);
     float max = -INFINITY;
     int64_t n = 0;
-    if (have && no_hole(c, i, lo, hi)) { /* the loop below without its branches (scale_max) */
+    if (have && !c->holes[i]) { /* the loop below without its branches (scale_max) */
         n = hi - lo;
         idx[0] = (int32_t)lo; /* the P.V path reads only the first cell when there is no hole */
         max = scale_max(c, s + lo, n, c->mask ? mask_row(c, i) + lo : NULL, slope);
@@ -284,10 +293,7 @@ static int64_t attn_softmax(const struct attn_ctx *c, const void *qc, float *s, 
         idx[n++] = (int32_t)j;
         max = w > max ? w : max;
     }
-    const double sum = c->exp_sum(n, s + lo, s + lo, max);
-    const float inv = (float)(1.0 / sum);
-    for (int64_t j = lo; j < lo + n; j++)
-        s[j] *= inv;
+    normalize(c, s + lo, n, max);
     return n;
 }
 
@@ -407,10 +413,7 @@ static void attn_gathered(const struct attn_ctx *c, char *scratch, struct lm_ten
             s[k] = w;
             max = w > max ? w : max;
         }
-        const double sum = c->exp_sum(n, s, s, max);
-        const float inv = (float)(1.0 / sum);
-        for (int64_t k = 0; k < n; k++)
-            s[k] *= inv;
+        normalize(c, s, n, max);
         float *p = (float *)(scratch + c->tp_off + (size_t)q * c->tp_stride);
         c->venc(s, scratch + c->pc_off, n);
         c->widen(scratch + c->pc_off, p, n);
@@ -450,7 +453,7 @@ static void attn_tile(const struct attn_ctx *c, char *scratch, struct lm_tensor 
     bool one_query = c->mask != NULL;
     for (int q = 1; q < m; q++)
         one_query = one_query && it[slot[q]] == it[slot[0]];
-    if (one_query && !no_hole(c, it[slot[0]], lo, hi)) {
+    if (one_query && c->holes[it[slot[0]]]) {
         int64_t hq[LM_VEC_DOT_TILE_MAX];
         for (int q = 0; q < m; q++)
             hq[q] = ht[slot[q]];
@@ -503,6 +506,7 @@ void lm_cpu_op_attn(const struct lm_cpu_params *p, struct lm_tensor *dst)
     uint8_t *holes = (uint8_t *)p->wdata + c.holes_off;
     attn_ranges(&c, p, ranges, holes);
     lm_cpu_sync(p);
+    c.holes = holes;
     int64_t total = 0;
     for (int64_t i = 0; i < c.n_q; i++)
         total += item_cost(ranges, i) * c.n_head;

@@ -15,7 +15,8 @@
  * weight tile stays in cache while the activations (shared, in L2/L3) stream.
  * Repacked weights take the GEMM path (mm_gemm: gemm_x8 per group and block
  * of columns) or, for many activation rows when the table has one, the panel
- * path (mm_panel: one panel GEMM call per thread and batch; AMX).
+ * path (mm_panel: one panel GEMM call per thread and batch; AMX, and the
+ * AVX-512 VNNI panel of Q4_0/Q8_0).
  *
  * Types without a direct vec_dot (Q8_1/Q8_K as weights) take the
  * dequantizing path: each weight row is decoded to F32 (per-thread scratch)
@@ -302,7 +303,7 @@ static void mm_gemm_one(const struct mm_ctx *c, const struct lm_cpu_params *p, s
 
 /* ---- MUL_MAT over repacked weights, panel GEMM (many activation rows) ----
  *
- * When the kernel table has a panel GEMM for the weight type (the AMX level)
+ * When the kernel table has a panel GEMM for the weight type (AMX; Q4_0/Q8_0 at AVX-512)
  * and there are at least panel_min_n activation rows, phase 1 encodes b with
  * panel_from_float and phase 2 gives each thread a contiguous range of 8-row
  * groups (as mm_gemm) and calls the panel kernel once per batch over all
