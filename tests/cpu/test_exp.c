@@ -8,7 +8,7 @@
  * ulp, a = 2u the argument of exp (whose float rounding exp magnifies by |a|;
  * 1e-37 absolute where the value underflows), the generic (tanhf) one the
  * same where 1 + tanh does not cancel (x > -1) and 1e-6 absolute below;
- * specials, tails and in place as for exp. */
+ * specials, tails and in place as for exp. And the silu slot (check_silu). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -166,6 +166,70 @@ static void check_gelu(const struct lm_cpu_kernels *k)
            (long long)worst);
 }
 
+static double silu_ref(double x) { return x / (1.0 + exp(-x)); }
+
+/* The silu slot: within 4 ulp of silu in double where the value is above
+ * 1e-30 in size (x > -75), 1e-30 absolute below (past x < -88.7 exp(-x)
+ * overflows a float and the value is -0, as with libm); every element the
+ * same bits alone (n = 1) as in a row; specials, tails with guards, in place. */
+static void check_silu(const struct lm_cpu_kernels *k)
+{
+    static float x[N], y[N + 2];
+    const char *name = lm_cpu_isa_name(k->isa);
+    int64_t worst = 0, bad = 0, alone = 0, count = 0;
+    for (float t = -100.0f; t < 40.0f;) {
+        int m = 0;
+        for (; m < N && t < 40.0f; m++, t += 0.00391f)
+            x[m] = t;
+        k->silu(m, y, x);
+        for (int i = 0; i < m; i++) {
+            const double r = silu_ref((double)x[i]);
+            const bool strict = fabs(r) >= 1e-30;
+            const int64_t u = ulps_signed(y[i], (float)r);
+            bad += strict ? u > 4 : fabs((double)y[i] - r) > 1e-30;
+            if (strict)
+                worst = u > worst ? u : worst;
+            float one;
+            k->silu(1, &one, &x[i]);
+            alone += memcmp(&one, &y[i], sizeof one) != 0;
+        }
+        count += m;
+    }
+    CHECKF(bad == 0, "%s silu: %lld of %lld values out of bounds (worst %lld ulp)", name, (long long)bad,
+           (long long)count, (long long)worst);
+    CHECKF(alone == 0, "%s silu: %lld values differ computed alone", name, (long long)alone);
+    const float sp[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 1e30f, -1e30f, 100.0f, -100.0f, INFINITY, -INFINITY, NAN};
+    const int ns = (int)(sizeof sp / sizeof sp[0]);
+    k->silu(ns, y, sp);
+    for (int i = 0; i < ns; i++) {
+        if (isnan(sp[i]))
+            CHECKF(isnan(y[i]), "%s silu(NaN) = %g", name, (double)y[i]);
+        else if (sp[i] >= 100.0f)
+            CHECKF(y[i] == sp[i], "%s silu(%g) = %g", name, (double)sp[i], (double)y[i]);
+        else if (sp[i] <= -100.0f)
+            CHECKF(y[i] == 0.0f && signbit(y[i]), "%s silu(%g) = %g", name, (double)sp[i], (double)y[i]);
+        else
+            CHECKF(y[i] == 0.5f * sp[i], "%s silu(%g) = %g", name, (double)sp[i], (double)y[i]);
+    }
+    for (int n = 0; n <= 40; n++) {
+        for (int i = 0; i < n; i++)
+            x[i] = (float)((i * 37) % 23) * 0.37f - 4.0f;
+        y[0] = 1234.0f;
+        y[n + 1] = 4321.0f;
+        k->silu(n, y + 1, x);
+        int off = 0;
+        for (int i = 0; i < n; i++)
+            off += fabs((double)y[1 + i] - silu_ref((double)x[i])) > 1e-6;
+        CHECKF(off == 0 && y[0] == 1234.0f && y[n + 1] == 4321.0f, "%s silu tail n=%d", name, n);
+        float z[41];
+        memcpy(z, x, sizeof(float) * (size_t)n);
+        k->silu(n, z, z);
+        CHECKF(!memcmp(z, y + 1, sizeof(float) * (size_t)n), "%s silu in place n=%d", name, n);
+    }
+    printf("silu: %s: %lld values, worst %lld ulp vs the formula in double\n", name, (long long)count,
+           (long long)worst);
+}
+
 int main(void)
 {
     for (int isa = 0; isa <= (int)lm_cpu_isa_best(); isa++) {
@@ -173,6 +237,7 @@ int main(void)
         if (k) {
             check_level(k);
             check_gelu(k);
+            check_silu(k);
         }
     }
     return lm_test_summary();

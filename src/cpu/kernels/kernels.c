@@ -30,6 +30,7 @@ static void fill_generic(struct lm_cpu_kernels *k)
     k->isa = LM_ISA_GENERIC;
     k->exp_sum = lm_exp_sum_generic;
     k->gelu = lm_gelu_generic;
+    k->silu = lm_silu_generic;
     for (int t = 0; t < LM_TYPE_COUNT; t++) {
         const struct lm_quant_traits *q = lm_quant_traits((enum lm_type)t);
         k->type[t].vec_dot_type = LM_TYPE_F32;

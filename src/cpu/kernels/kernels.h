@@ -176,12 +176,22 @@ typedef double (*lm_exp_sum_fn)(int64_t n, float *y, const float *x, float max);
  * the generic one where 1 + tanh cancels (x < -3). */
 typedef void (*lm_gelu_fn)(int64_t n, float *y, const float *x);
 
+/* SiLU: y[i] = x[i] / (1 + exp(-x[i])) for i < n (y may be x; NaN stays NaN,
+ * silu(-inf) = -0, and -0 wherever exp(-x) overflows a float, x < -88.7, as
+ * with libm). Generic: libm expf. SIMD versions: the vector exp of exp_sum,
+ * within 4 ulp of the exact value (tests/cpu/test_exp.c). Each element's bits
+ * depend on that element only (tails and n = 1 give the same bits), so UNARY
+ * SILU on any strides and the fused SwiGLU (fuse.c) agree. */
+typedef void (*lm_silu_fn)(int64_t n, float *y, const float *x);
+
 struct lm_cpu_kernels {
     enum lm_cpu_isa isa;                              /* level this table was built for */
     lm_exp_sum_fn exp_sum;
     enum lm_cpu_isa exp_sum_isa;
     lm_gelu_fn gelu;
     enum lm_cpu_isa gelu_isa;
+    lm_silu_fn silu;
+    enum lm_cpu_isa silu_isa;
     struct lm_cpu_type_kernels type[LM_TYPE_COUNT];
     /* Which ISA filled each slot (for tests and benches). */
     enum lm_cpu_isa vec_dot_isa[LM_TYPE_COUNT];
@@ -253,6 +263,7 @@ void lm_f32_copy_row_generic(const void *x, float *y, int64_t n);
 void lm_f32_from_float_row_generic(const float *x, void *y, int64_t n);
 double lm_exp_sum_generic(int64_t n, float *y, const float *x, float max);
 void lm_gelu_generic(int64_t n, float *y, const float *x);
+void lm_silu_generic(int64_t n, float *y, const float *x);
 
 /* ---- ISA overrides: each fills its slots of k (and the *_isa fields) ---- */
 
@@ -334,12 +345,14 @@ void lm_bf16_to_fp32_row_avx2(const void *x, float *y, int64_t n);
 void lm_fp32_to_bf16_row_avx2(const float *x, void *y, int64_t n);
 double lm_exp_sum_avx2(int64_t n, float *y, const float *x, float max);
 void lm_gelu_avx2(int64_t n, float *y, const float *x);
+void lm_silu_avx2(int64_t n, float *y, const float *x);
 
 /* The AVX-512 kernels (kernels/x86-avx512/; present in builds with
  * LM_HAVE_X86_AVX512; call only when lm_cpu_kernels_for(LM_ISA_AVX512) is
  * non-NULL, and the *_bf16 dot kernels only when lm_cpu_features()->avx512bf16). */
 double lm_exp_sum_avx512(int64_t n, float *y, const float *x, float max);
 void lm_gelu_avx512(int64_t n, float *y, const float *x);
+void lm_silu_avx512(int64_t n, float *y, const float *x);
 /* vec_dot of every weight type (x86-avx512/float_avx512.c, legacy_avx512.c,
  * kquant_avx512.c; VNNI integer parts, exact) and vec_dot_rows of the float
  * types (each row bit-identical to that type's AVX-512 vec_dot). */

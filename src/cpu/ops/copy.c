@@ -126,9 +126,7 @@ static void copy_same(const struct lm_tensor *src, struct lm_tensor *dst, int64_
 }
 
 /* Float types (F32/F16/BF16) of the same shape, any strides: element (i0..i3)
- * of src goes to the same index of dst. The KV cache's transposed V store
- * (rows of one element, 4096 of them for a 7B model) takes this path: the
- * row walk below costs ~30 cycles per element there. */
+ * of src goes to the same index of dst. */
 static bool same_shape_float(const struct lm_tensor *src, const struct lm_tensor *dst)
 {
     for (int d = 0; d < 4; d++)
@@ -151,6 +149,48 @@ static void copy_float_strided(const struct lm_tensor *src, struct lm_tensor *ds
     }
 }
 
+/* The KV cache's transposed V store, cpy(transpose(Vcur), view of V): an
+ * F32 source whose dim 1 is its contiguous one, dst rows contiguous. Walking
+ * dst rows one element at a time would read one float per cache line of
+ * Vcur (~30 cycles per element); instead blocks of up to 16 dst rows go
+ * element by element: the 16 source floats of element i0 (adjacent in
+ * memory) are encoded at once by the table's from_float (the bits store_f
+ * gives) and scattered to the block's rows. */
+static bool transposed_store(const struct lm_tensor *src, const struct lm_tensor *dst)
+{
+    return src->type == LM_TYPE_F32 && src->nb[1] == sizeof(float) && src->nb[0] != sizeof(float) &&
+           dst->nb[0] == lm_type_size(dst->type);
+}
+
+static void copy_transposed(const struct lm_cpu_params *p, const struct lm_tensor *src, struct lm_tensor *dst,
+                            int64_t r0, int64_t r1)
+{
+    enum { BLOCK = 16 };
+    const lm_from_float_fn encode = p->kern->type[dst->type].from_float;
+    const int64_t es = (int64_t)lm_type_size(dst->type), n = dst->ne[0];
+    for (int64_t r = r0; r < r1;) {
+        int64_t i1, i2, i3;
+        lm_cpu_row_index(dst, r, &i1, &i2, &i3);
+        int64_t m = dst->ne[1] - i1 < r1 - r ? dst->ne[1] - i1 : r1 - r;
+        m = m < BLOCK ? m : BLOCK;
+        const char *s = lm_cpu_elem(src, 0, i1, i2, i3);
+        char *d = lm_cpu_elem(dst, 0, i1, i2, i3);
+        const int64_t sd = (int64_t)dst->nb[1], ss = (int64_t)src->nb[0];
+        char buf[BLOCK * sizeof(float)];
+        for (int64_t i = 0; i < n; i++) {
+            encode((const float *)(s + i * ss), buf, m);
+            if (es == 2) {
+                for (int64_t k = 0; k < m; k++)
+                    memcpy(d + k * sd + i * 2, buf + k * 2, 2);
+            } else {
+                for (int64_t k = 0; k < m; k++)
+                    memcpy(d + k * sd + i * 4, buf + k * 4, 4);
+            }
+        }
+        r += m;
+    }
+}
+
 /* CPY and CONT on this thread's dst rows. */
 void lm_cpu_op_cpy(const struct lm_cpu_params *p, struct lm_tensor *dst)
 {
@@ -165,13 +205,18 @@ void lm_cpu_op_cpy(const struct lm_cpu_params *p, struct lm_tensor *dst)
             const size_t row = lm_row_size(dst->type, n);
             memcpy((char *)dst->data + (size_t)r0 * row, (const char *)src->data + (size_t)r0 * row,
                    (size_t)(r1 - r0) * row);
+        } else if (same_shape_float(src, dst) && transposed_store(src, dst)) {
+            copy_transposed(p, src, dst, r0, r1);
         } else {
             copy_same(src, dst, r0, r1);
         }
         return;
     }
     if (same_shape_float(src, dst)) {
-        copy_float_strided(src, dst, r0, r1);
+        if (transposed_store(src, dst))
+            copy_transposed(p, src, dst, r0, r1);
+        else
+            copy_float_strided(src, dst, r0, r1);
         return;
     }
     float *tmp = lm_cpu_wslice(p, 0, (size_t)n * sizeof(float));

@@ -205,9 +205,6 @@ static inline float lm_cpu_load_f32(enum lm_type t, const void *p)
     }
 }
 
-/* silu(x) = x / (1 + e^-x), in float. */
-static inline float lm_cpu_silu(float x) { return x / (1.0f + expf(-x)); }
-
 /* ---- fused node pairs (fuse.c) ---- */
 
 enum lm_cpu_fuse { LM_FUSE_NONE = 0, LM_FUSE_RMS_NORM_MUL, LM_FUSE_SILU_MUL };

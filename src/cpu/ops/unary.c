@@ -1,32 +1,24 @@
 /* unary.c - element-wise ops of one F32 source: SCALE, SQR, SQRT, CLAMP and
  * UNARY (SILU, GELU, RELU, NEG, TANH).
  *
- * Formulas are ggml's f32 ones computed in float: silu(x) = x / (1 + e^-x);
- * gelu(x) = 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))) (the tanh
- * approximation, not the F16 lookup table llama.cpp b1892 used), on
- * contiguous rows by the kernel table's gelu slot (vectorized). Threads
- * split rows; the source may have any strides, dst is written through its own.
+ * Formulas are ggml's f32 ones computed in float; silu(x) = x / (1 + e^-x)
+ * and gelu(x) = 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))) (the tanh
+ * approximation, not the F16 lookup table llama.cpp b1892 used) come from the
+ * kernel table's silu / gelu slots (vectorized), which give every element the
+ * same bits on contiguous and strided rows. Threads split rows; the source
+ * may have any strides, dst is written through its own.
  */
 #include <math.h>
 
 #include "cpu/ops/ops.h"
 
-#define GELU_COEF_A 0.044715f
-#define SQRT_2_OVER_PI 0.79788456080286535587989211986876f
-
 struct unary_args {
     enum lm_op op;
     enum lm_unary_op uop;
     float f0, f1;    /* scale; clamp lo, hi */
-    lm_gelu_fn gelu; /* the table's, for contiguous rows */
+    lm_gelu_fn gelu; /* the table's slots, also one element at a time on strided rows */
+    lm_silu_fn silu;
 };
-
-static float silu(float x) { return lm_cpu_silu(x); }
-
-static float gelu(float x)
-{
-    return 0.5f * x * (1.0f + tanhf(SQRT_2_OVER_PI * x * (1.0f + GELU_COEF_A * x * x)));
-}
 
 static float apply(const struct unary_args *u, float x)
 {
@@ -46,9 +38,11 @@ static float apply(const struct unary_args *u, float x)
     }
     switch (u->uop) {
     case LM_UNARY_SILU:
-        return silu(x);
+        u->silu(1, &x, &x);
+        return x;
     case LM_UNARY_GELU:
-        return gelu(x);
+        u->gelu(1, &x, &x);
+        return x;
     case LM_UNARY_RELU:
         return x > 0.0f ? x : 0.0f;
     case LM_UNARY_NEG:
@@ -70,8 +64,7 @@ static void row_contig(const struct unary_args *u, int64_t n, float *d, const fl
     } else if (u->op == LM_OP_UNARY && u->uop == LM_UNARY_GELU) {
         u->gelu(n, d, x);
     } else if (u->op == LM_OP_UNARY && u->uop == LM_UNARY_SILU) {
-        for (int64_t i = 0; i < n; i++)
-            d[i] = silu(x[i]);
+        u->silu(n, d, x);
     } else {
         for (int64_t i = 0; i < n; i++)
             d[i] = apply(u, x[i]);
@@ -82,7 +75,7 @@ static void row_contig(const struct unary_args *u, int64_t n, float *d, const fl
 void lm_cpu_op_unary(const struct lm_cpu_params *p, struct lm_tensor *dst)
 {
     const struct lm_tensor *a = dst->src[0];
-    struct unary_args u = {dst->op, LM_UNARY_COUNT, 0.0f, 0.0f, p->kern->gelu};
+    struct unary_args u = {dst->op, LM_UNARY_COUNT, 0.0f, 0.0f, p->kern->gelu, p->kern->silu};
     if (dst->op == LM_OP_SCALE || dst->op == LM_OP_CLAMP) {
         u.f0 = lm_get_op_f32(dst, 0);
         u.f1 = lm_get_op_f32(dst, 1);

@@ -1,5 +1,5 @@
 /* exp_avx2.c - softmax's exponentials on 8 lanes (kernels.h lm_exp_sum_fn),
- * and GELU (lm_gelu_fn) through the same exp.
+ * and GELU (lm_gelu_fn) and SiLU (lm_silu_fn) through the same exp.
  *
  * exp(t), t = x - max: n = round(t log2 e), r = t - n ln2 (ln2 split in a
  * 16-bit head and a tail, two FMAs: r exact to ~2^-35), exp(r) by its Taylor
@@ -96,6 +96,34 @@ void lm_gelu_avx2(int64_t n, float *y, const float *x)
         for (int64_t j = i; j < n; j++)
             buf[j - i] = x[j];
         _mm256_storeu_ps(buf, gelu8(_mm256_loadu_ps(buf)));
+        for (int64_t j = i; j < n; j++)
+            y[j] = buf[j - i];
+    }
+}
+
+/* silu(x) = x / (1 + exp(-x)); exp8 gives inf past 88.8, and x / inf = -0
+ * (libm's expf overflows at 88.73: the few floats between give -0 there and
+ * ~1e-37 here, both within the slot's contract). */
+static inline __m256 silu8(__m256 x)
+{
+    const __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), x));
+    const __m256 y = _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+    const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q); /* exp8's clamps turn NaN into a number */
+    const __m256 ninf = _mm256_cmp_ps(x, _mm256_set1_ps(-INFINITY), _CMP_EQ_OQ); /* -inf / inf: -0 */
+    return _mm256_blendv_ps(_mm256_blendv_ps(y, _mm256_set1_ps(-0.0f), ninf), x, nan);
+}
+
+/* Contract: kernels.h. */
+void lm_silu_avx2(int64_t n, float *y, const float *x)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, silu8(_mm256_loadu_ps(x + i)));
+    if (i < n) {
+        float buf[8] = {0};
+        for (int64_t j = i; j < n; j++)
+            buf[j - i] = x[j];
+        _mm256_storeu_ps(buf, silu8(_mm256_loadu_ps(buf)));
         for (int64_t j = i; j < n; j++)
             y[j] = buf[j - i];
     }

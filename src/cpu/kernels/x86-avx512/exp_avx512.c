@@ -1,5 +1,5 @@
 /* exp_avx512.c - softmax's exponentials on 16 lanes (kernels.h lm_exp_sum_fn),
- * and GELU (lm_gelu_fn) through the same exp.
+ * and GELU (lm_gelu_fn) and SiLU (lm_silu_fn) through the same exp.
  *
  * The arithmetic of exp_avx2.c (n = round(t log2 e), r = t - n ln2 in two
  * FMAs, Taylor polynomial of degree 7), with vscalefps for the 2^n factor,
@@ -80,5 +80,26 @@ void lm_gelu_avx512(int64_t n, float *y, const float *x)
     if (i < n) {
         const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
         _mm512_mask_storeu_ps(y + i, m, gelu16(_mm512_maskz_loadu_ps(m, x + i)));
+    }
+}
+
+/* silu(x) = x / (1 + exp(-x)); exp16 gives inf past the top of its range,
+ * and x / inf = -0. */
+static inline __m512 silu16(__m512 x)
+{
+    const __m512 y = _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), exp_or_nan(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+    const __mmask16 ninf = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-INFINITY), _CMP_EQ_OQ); /* -inf / inf: -0 */
+    return _mm512_mask_blend_ps(ninf, y, _mm512_set1_ps(-0.0f));
+}
+
+/* Contract: kernels.h. */
+void lm_silu_avx512(int64_t n, float *y, const float *x)
+{
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, silu16(_mm512_loadu_ps(x + i)));
+    if (i < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(y + i, m, silu16(_mm512_maskz_loadu_ps(m, x + i)));
     }
 }
