@@ -156,9 +156,13 @@ void lm_backend_set_n_threads(lm_backend_t be, int n_threads);
 /* What a registered backend computes on: host memory (cpu, ref) or a GPU. */
 enum lm_dev_kind { LM_DEV_HOST = 0, LM_DEV_GPU = 1 };
 
-/* Flags of a weight for weight_buft: only MUL_MAT (and MUL_MAT_ID) reads it,
- * so a backend may keep it in a layout only its matrix products read. */
+/* Flags of a weight for weight_buft. MATMUL_ONLY: only MUL_MAT (and
+ * MUL_MAT_ID) reads it, so a backend may keep it in a layout only its matrix
+ * products read. MATMUL_ROWS: MUL_MAT and GET_ROWS read it (an embedding
+ * tied to the output matrix), so a backend may keep it in its matmul layout
+ * only if its GET_ROWS reads that layout too. Neither: any op may read it. */
 #define LM_WEIGHT_MATMUL_ONLY 1u
+#define LM_WEIGHT_MATMUL_ROWS 2u
 
 /* A backend factory: name ("cpu", "ref", ...) and an init function, plus what
  * the model layer's placement (model/placement.h) needs to know about the

@@ -125,12 +125,13 @@ int lm_cpu_backend_n_threads(lm_backend_t be)
 
 static lm_status reg_init(lm_backend_t *out) { return lm_cpu_backend_new(0, out); }
 
-/* The placement hook: matrices only matmuls read go to the repacking buffer
- * type when they have a repacked layout (2-D only: MUL_MAT_ID reads 3-D
- * expert tensors plain); everything else is plain host memory. */
+/* The placement hook: matrices only matmuls read, and tied embeddings (GET_ROWS
+ * reads the repacked layout: ops/get_rows.c), go to the repacking buffer type
+ * when they have a repacked layout (2-D only: MUL_MAT_ID reads 3-D expert
+ * tensors plain); everything else is plain host memory. */
 static lm_buft reg_weight_buft(const struct lm_tensor *w, unsigned flags)
 {
-    if ((flags & LM_WEIGHT_MATMUL_ONLY) && w && lm_cpu_can_repack(w) && w->ne[2] == 1)
+    if ((flags & (LM_WEIGHT_MATMUL_ONLY | LM_WEIGHT_MATMUL_ROWS)) && w && lm_cpu_can_repack(w) && w->ne[2] == 1)
         return lm_cpu_repack_buft();
     return lm_host_buft();
 }

@@ -33,10 +33,11 @@ bool lm_cpu_supports_op(const struct lm_tensor *t)
     if (!lm_op_check(t, NULL, 0))
         return false;
     const struct lm_tensor *a = t->src[0];
-    /* repacked weights are only readable as a matmul's weight operand (and
-     * GET_ROWS_BACK's like, read for its shape only) */
+    /* repacked weights are only readable as a matmul's weight operand, as
+     * GET_ROWS's table (a tied embedding) and as GET_ROWS_BACK's like (read
+     * for its shape only) */
     for (int s = 0; s < LM_MAX_SRC; s++)
-        if (t->src[s] && lm_tensor_is_repacked(t->src[s]) && !(t->op == LM_OP_MUL_MAT && s == 0) &&
+        if (t->src[s] && lm_tensor_is_repacked(t->src[s]) && !((t->op == LM_OP_MUL_MAT || t->op == LM_OP_GET_ROWS) && s == 0) &&
             !(t->op == LM_OP_GET_ROWS_BACK && s == 2))
             return false;
     switch (t->op) {

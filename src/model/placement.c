@@ -102,9 +102,12 @@ int lm_placement_weight_dev(const struct lm_placement *pl, const struct lm_model
 
 lm_buft lm_placement_weight_buft(const struct lm_placement *pl, const struct lm_model *m, const struct lm_tensor *w)
 {
-    /* the input layer is read by row; everything else only by matrix
-     * products (2-D) or elementwise ops (1-D: no device repacks those) */
-    unsigned flags = pl->repack && !is_input(m, w) ? LM_WEIGHT_MATMUL_ONLY : 0;
+    /* the input layer is read by row (a tied embedding by row and as the
+     * output matrix); everything else only by matrix products (2-D) or
+     * elementwise ops (1-D: no device repacks those) */
+    unsigned flags = 0;
+    if (pl->repack)
+        flags = !is_input(m, w) ? LM_WEIGHT_MATMUL_ONLY : w == m->output ? LM_WEIGHT_MATMUL_ROWS : 0;
     return lm_backend_reg_weight_buft(pl->dev[lm_placement_weight_dev(pl, m, w)], w, flags);
 }
 

@@ -11,7 +11,8 @@
  *    activations all +-127 / -128: the largest int16 partial sums), for every
  *    column count 1..16 and an output stride: generic bit-identical to the
  *    generic vec_dot, every ISA within 1e-5 of the dot of quant/'s decoded
- *    values (weights and Q8_K activations). */
+ *    values (weights and Q8_K activations);
+ *  - GET_ROWS on a repacked table (a tied embedding) gives the plain rows. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,64 @@ static void run_matmul(enum lm_type type, lm_buft buft, const void *a_bytes, int
     lm_buffer_free(buf);
     lm_ctx_free(ctx);
     lm_ctx_free(wctx);
+}
+
+/* GET_ROWS of a table (M x K of type) placed in buft: rows ids[0..n) as F32. */
+static void run_get_rows(enum lm_type type, lm_buft buft, const void *a_bytes, int64_t M, int64_t K,
+                         const int32_t *ids, int64_t n, int nth, float *out)
+{
+    struct lm_ctx *wctx, *ctx;
+    struct lm_ctx_params wp = {.mem_size = 4 * lm_tensor_overhead(), .no_alloc = true};
+    struct lm_ctx_params gp = {.mem_size = 16 * lm_tensor_overhead() + lm_graph_overhead(16) + sizeof(float) * (size_t)(K * n) + 4 * (size_t)n + (1 << 16),
+                               .no_alloc = false};
+    lm_ctx_new(&wp, &wctx);
+    lm_ctx_new(&gp, &ctx);
+    struct lm_tensor *a = lm_new_tensor_2d(wctx, type, K, M);
+    struct lm_buffer *buf = NULL;
+    CHECK(lm_alloc_ctx_tensors(wctx, buft, &buf) == LM_OK);
+    CHECK(lm_tensor_set(a, a_bytes, 0, lm_nbytes(a)) == LM_OK);
+    struct lm_tensor *it = lm_new_tensor_1d(ctx, LM_TYPE_I32, n);
+    memcpy(it->data, ids, 4 * (size_t)n);
+    struct lm_tensor *y = lm_get_rows(ctx, a, it);
+    struct lm_graph *g = lm_graph_new(ctx, 16);
+    CHECK(y && lm_graph_expand(g, y) == LM_OK);
+    lm_backend_t be;
+    CHECK(lm_cpu_backend_new_unclamped(nth, &be) == LM_OK);
+    CHECK(lm_backend_supports_op(be, y));
+    CHECK(lm_backend_graph_compute(be, g) == LM_OK);
+    memcpy(out, y->data, sizeof(float) * (size_t)(K * n));
+    lm_backend_free(be);
+    lm_buffer_free(buf);
+    lm_ctx_free(ctx);
+    lm_ctx_free(wctx);
+}
+
+/* A tied embedding: GET_ROWS reads a repacked table (cpu/ops/get_rows.c) and
+ * gives the plain table's bits, for rows in and across groups, repeats and
+ * out-of-range ids (zero rows), on 1..3 threads. */
+static void test_get_rows(enum lm_type type)
+{
+    const int64_t K = 2 * lm_repack_desc(type)->k_multiple, M = 24;
+    enum { N = 40 };
+    float *af = malloc(sizeof(float) * (size_t)(M * K));
+    for (int64_t i = 0; i < M * K; i++)
+        af[i] = frand();
+    char *aq = malloc(lm_row_size(type, K) * (size_t)M);
+    lm_quantize_chunk(type, af, aq, 0, M, K, NULL);
+    int32_t ids[N];
+    for (int i = 0; i < N; i++)
+        ids[i] = i < 3 ? (int32_t[]){-1, 24, 1000}[i] : (int32_t)((i * 7 + i / 9) % M);
+    float *plain = malloc(sizeof(float) * (size_t)(K * N)), *packed = malloc(sizeof(float) * (size_t)(K * N));
+    for (int nth = 1; nth <= 3; nth++) {
+        run_get_rows(type, lm_host_buft(), aq, M, K, ids, N, nth, plain);
+        run_get_rows(type, lm_cpu_repack_buft(), aq, M, K, ids, N, nth, packed);
+        CHECKF(!memcmp(plain, packed, sizeof(float) * (size_t)(K * N)), "%s get_rows on %d threads: repacked rows differ",
+               lm_type_name(type), nth);
+    }
+    free(af);
+    free(aq);
+    free(plain);
+    free(packed);
 }
 
 /* Whether a repacked matmul of N columns takes the level's panel GEMM with
@@ -798,6 +857,8 @@ int main(void)
     test_roundtrip(LM_TYPE_Q8_0);
     test_matmul(LM_TYPE_Q4_0);
     test_matmul(LM_TYPE_Q8_0);
+    test_get_rows(LM_TYPE_Q4_0);
+    test_get_rows(LM_TYPE_Q8_0);
     static const enum lm_type ktypes[] = {LM_TYPE_Q2_K, LM_TYPE_Q3_K, LM_TYPE_Q4_K, LM_TYPE_Q5_K, LM_TYPE_Q6_K};
     for (int i = 0; i < 5; i++) {
         test_roundtrip(ktypes[i]);
@@ -805,6 +866,7 @@ int main(void)
         test_kernels_int(ktypes[i]);
         test_gemv(ktypes[i]);
         test_matmul(ktypes[i]);
+        test_get_rows(ktypes[i]);
     }
     test_float_encoders();
     for (int t = 0; t < 3; t++) {
@@ -813,6 +875,7 @@ int main(void)
         test_kernels_float(type);
         test_gemv(type);
         test_matmul(type);
+        test_get_rows(type);
     }
     return lm_test_summary();
 }

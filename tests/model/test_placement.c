@@ -207,6 +207,23 @@ static void test_weight_bufts(void)
     lm_ctx_free(m.ctx);
 }
 
+/* A tied embedding (gemma: no output.weight) is the input table and the
+ * output matrix: with repacking on it goes to the repacking buffer type (the
+ * CPU's GET_ROWS reads that layout), off it stays plain; the fixture's own
+ * logits test (tests/api/test_arch.c) computes through it. */
+static void test_tied_model(bool repack)
+{
+    struct lm_model *m = NULL;
+    char err[256];
+    struct lm_model_params mp = {.use_mmap = true, .repack = repack};
+    CHECKF(lm_model_load(lm_test_shared("fixtures/arch/gemma.gguf"), &mp, &m, err, sizeof err) == LM_OK, "%s", err);
+    if (!m)
+        return;
+    CHECK(m->output == m->tok_embd && lm_cpu_can_repack(m->tok_embd));
+    CHECK(m->tok_embd->buffer->buft == (repack ? lm_cpu_repack_buft() : lm_host_buft()));
+    lm_model_free(m);
+}
+
 int main(void)
 {
     test_cpu_only_plan();
@@ -214,6 +231,8 @@ int main(void)
     test_cpu_only_model(false, true);
     test_cpu_only_model(true, false);
     test_cpu_only_model(false, false);
+    test_tied_model(true);
+    test_tied_model(false);
     test_gpu_plans();
     test_weight_bufts();
     return lm_test_summary();
