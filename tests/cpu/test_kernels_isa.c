@@ -681,6 +681,73 @@ static int isa_dot_tile(const struct lm_cpu_kernels *k, enum lm_type t, struct u
     return cases;
 }
 
+/* vec_dot_kt of every table that has one: for d in multiples of 16 (16..256,
+ * the head sizes of real models and odd multiples), 1..3 blocks of 16 cells
+ * (random F16 rows, extreme values in some) and 1..4 widened queries, every
+ * score bit-identical to the table's vec_dot of the cell's row, and nothing
+ * written past the blocks. Returns the cases. */
+static int isa_dot_kt(const struct lm_cpu_kernels *k, enum lm_type t, struct uc_rng *r)
+{
+    enum { DMAX = 256, NBMAX = 3, CELLS = NBMAX * LM_KT_CELLS, YQ = LM_VEC_DOT_TILE_MAX };
+    const struct lm_cpu_type_kernels *tk = &k->type[t];
+    const size_t bx = lm_row_size(t, DMAX);
+    char *x = uc_alloc(bx * CELLS, 2), *yq[YQ];
+    float *fx = uc_alloc(sizeof(float) * DMAX, 0), *kt = uc_alloc(sizeof(float) * DMAX * CELLS, 64), *yf[YQ];
+    for (int q = 0; q < YQ; q++) {
+        yq[q] = uc_alloc(lm_row_size(tk->vec_dot_type, DMAX), 2);
+        yf[q] = uc_alloc(sizeof(float) * DMAX, 4);
+    }
+    static const int64_t ds[] = {16, 32, 48, 64, 80, 96, 112, 128, 144, 256};
+    int bad = 0, cases = 0;
+    for (int a = 0; a < (int)(sizeof ds / sizeof ds[0]); a++) {
+        const int64_t d = ds[a];
+        for (int c = 0; c < CELLS; c++) { /* every 7th cell has values up to 6e4 (F16's range) */
+            const float m = c % 7 == 3 ? 6e4f : 2.0f;
+            for (int i = 0; i < d; i++)
+                fx[i] = uc_float(r, -m, m);
+            lm_quant_traits(t)->from_float(fx, x + (size_t)c * bx, d);
+            lm_quant_traits(t)->to_float(x + (size_t)c * bx, fx, d);
+            for (int i = 0; i < d; i++)
+                kt[((c / LM_KT_CELLS) * d + i) * LM_KT_CELLS + c % LM_KT_CELLS] = fx[i];
+        }
+        for (int q = 0; q < YQ; q++) {
+            for (int i = 0; i < d; i++)
+                fx[i] = uc_float(r, -2.0f, 2.0f);
+            lm_quant_traits(tk->vec_dot_type)->from_float(fx, yq[q], d);
+            lm_quant_traits(tk->vec_dot_type)->to_float(yq[q], yf[q], d);
+        }
+        for (int nb = 1; nb <= NBMAX; nb++)
+            for (int nq = 1; nq <= YQ; nq++, cases++) {
+                float s[YQ][CELLS + 1], *outs[YQ];
+                const float *ys[YQ];
+                for (int q = 0; q < nq; q++) {
+                    outs[q] = s[q];
+                    ys[q] = yf[q];
+                    s[q][nb * LM_KT_CELLS] = 1234.5f;
+                }
+                tk->vec_dot_kt(d, nb, nq, outs, kt, ys);
+                for (int q = 0; q < nq; q++) {
+                    for (int c = 0; c < nb * LM_KT_CELLS; c++) {
+                        float want;
+                        tk->vec_dot(d, &want, x + (size_t)c * bx, yq[q]);
+                        bad += memcmp(&want, &s[q][c], sizeof want) != 0;
+                    }
+                    bad += s[q][nb * LM_KT_CELLS] != 1234.5f;
+                }
+            }
+    }
+    CHECKF(bad == 0, "%s %s vec_dot_kt differs from vec_dot (%d of %d cases)", lm_cpu_isa_name(k->isa),
+           lm_type_name(t), bad, cases);
+    uc_free(x);
+    uc_free(fx);
+    uc_free(kt);
+    for (int q = 0; q < YQ; q++) {
+        uc_free(yq[q]);
+        uc_free(yf[q]);
+    }
+    return cases;
+}
+
 /* The AVX-512 IQ2 kernels by name (the AVX-512 table has them only on
  * non-AMD CPUs): a copy of that table with them installed, through the same
  * checks as the table slots. */
@@ -736,6 +803,9 @@ int main(void)
         for (int t = 0; t < LM_TYPE_COUNT; t++)
             if (k->type[t].vec_dot_tile)
                 tiles[i] += isa_dot_tile(k, (enum lm_type)t, &r);
+        for (int t = 0; t < LM_TYPE_COUNT; t++)
+            if (k->type[t].vec_dot_kt)
+                tiles[i] += isa_dot_kt(k, (enum lm_type)t, &r);
         for (int t = 0; t < LM_TYPE_COUNT; t++)
             if (k->type[t].vec_dot_rows) {
                 isa_dot_rows(k, (enum lm_type)t, &r);

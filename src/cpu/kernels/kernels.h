@@ -81,6 +81,17 @@ typedef void (*lm_vec_dot_tile_fn)(int64_t nr, int nq, const int64_t *len, float
                                    const float *const *y);
 #define LM_VEC_DOT_TILE_MAX 4
 
+/* Scores from a transposed K (optional slot; F16 attention over prompt
+ * batches): kt holds nb blocks of 16 cells, the F16 values widened, element
+ * e of cell 16b + l at kt[(b d + e) 16 + l]; for q < nq and every cell of the
+ * blocks, s[q][16b + l] = vec_dot(d, the cell's K row, y_q) with the bits of
+ * the type's vec_dot (y_q widened as for vec_dot_tile). The lanes are cells,
+ * so no dot needs a horizontal sum: each lane replays vec_dot's FMA chains
+ * and reduction tree. d > 0 a multiple of 16; 1 <= nq <= LM_VEC_DOT_TILE_MAX. */
+typedef void (*lm_vec_dot_kt_fn)(int64_t d, int64_t nb, int nq, float *const *s, const float *kt,
+                                 const float *const *y);
+#define LM_KT_CELLS 16
+
 /* GEMM over one group of 8 repacked weight rows (cpu/repack.h): for r < 8 and
  * c < nc, s[c * ldc + r] = dot(row r of the group x, activation row c), where
  * activation row c (k elements of the weight type's vec_dot_type) is at
@@ -136,6 +147,7 @@ struct lm_cpu_type_kernels {
     lm_vec_dot_rows_fn vec_dot_rows; /* several rows against one y, or NULL (call vec_dot per row) */
     lm_vec_dot_cols_fn vec_dot_cols; /* one row against several y, or NULL (call vec_dot per column) */
     lm_vec_dot_tile_fn vec_dot_tile; /* several rows against several widened y, or NULL */
+    lm_vec_dot_kt_fn vec_dot_kt;     /* scores from a transposed K (vec_dot's bits), or NULL */
     lm_from_float_fn from_float; /* NULL: the type cannot be encoded here */
     lm_to_float_fn to_float;     /* NULL only for integer types */
     lm_gemm_fn gemm_x8;          /* repacked-weight GEMM, or NULL (no repacked layout) */
@@ -208,6 +220,8 @@ static inline void lm_cpu_set_dot(struct lm_cpu_kernels *k, enum lm_type t, lm_v
     k->type[t].vec_dot = fn;
     k->type[t].vec_dot_rows = NULL;
     k->type[t].vec_dot_cols = NULL;
+    k->type[t].vec_dot_tile = NULL;
+    k->type[t].vec_dot_kt = NULL;
     k->vec_dot_isa[t] = k->isa;
 }
 
@@ -386,6 +400,7 @@ void lm_dequantize_row_q5_1_avx512(const void *x, float *y, int64_t n);
 void lm_dequantize_row_q8_0_avx512(const void *x, float *y, int64_t n);
 void lm_vec_dot_tile_f16_avx512(int64_t nr, int nq, const int64_t *len, float *const *s, const void *x, size_t bx,
                                 const float *const *y);
+void lm_vec_dot_kt_f16_avx512(int64_t d, int64_t nb, int nq, float *const *s, const float *kt, const float *const *y);
 /* VNNI panel GEMMs of q4_0x8 / q8_0x8 (x86-avx512/gemm_panel_avx512.c): the
  * gemm_x8 kernels' bits; activation rows in their own layout. */
 void lm_gemm_panel_q4_0x8_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc,

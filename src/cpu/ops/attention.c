@@ -47,7 +47,10 @@
  * the per-item path whatever the tiling (tests/ops, tests/server). A tile of
  * one query's heads whose range has hidden cells (other sequences' cells)
  * gathers the visible cells' K rows and V columns once instead
- * (attn_gathered): no dot on a hidden cell.
+ * (attn_gathered): no dot on a hidden cell. With many query heads per kv
+ * head (prompt batches) and a vec_dot_kt slot, a thread widens each kv head's
+ * K once into blocks of 16 cells (build_ktr) and the tiles' scores come from
+ * there, 16 cells per register, with vec_dot's bits.
  */
 #include <math.h>
 #include <string.h>
@@ -55,6 +58,8 @@
 #include "cpu/ops/ops.h"
 
 #define GATHER_CH 8 /* V channels gathered per step when the visible cells have holes */
+#define KT_MIN_ITEMS 16               /* queries x heads per kv head for a transposed K */
+#define KT_MAX_BYTES ((size_t)8 << 20) /* per thread */
 
 /* What one ATTN node needs, from its sources and the kernel table. */
 struct attn_ctx {
@@ -77,6 +82,9 @@ struct attn_ctx {
     size_t tq_off, ts_off, tp_off, ti_off; /* per thread, per tile slot: widened q, scores, widened p, cells */
     size_t ts_stride, tp_stride, ti_stride;
     size_t kg_off, vt_off;            /* per thread: gathered K rows, gathered V columns (one query's cells) */
+    lm_vec_dot_kt_fn kscore;          /* scores from a transposed K (prompt batches), or NULL */
+    int64_t ktr_nb;                   /* blocks of LM_KT_CELLS cells covering n_kv */
+    size_t ktr_off, ktr_row_off;      /* per thread: one kv head's transposed K, one widened K row */
 };
 
 static void attn_init(struct attn_ctx *c, const struct lm_tensor *dst, const struct lm_cpu_kernels *kern)
@@ -121,7 +129,8 @@ static void attn_init(struct attn_ctx *c, const struct lm_tensor *dst, const str
         c->ktile = kk->vec_dot_tile;
         c->vtile = vk->vec_dot_tile;
         c->widen = kern->type[LM_TYPE_F16].to_float;
-        c->ts_stride = lm_cpu_pad((size_t)c->n_kv * sizeof(float));
+        /* room for whole blocks of cells past n_kv (the transposed-K scores) */
+        c->ts_stride = lm_cpu_pad((size_t)(c->n_kv + LM_KT_CELLS) * sizeof(float));
         c->tp_stride = lm_cpu_pad((size_t)(c->n_kv + 16) * sizeof(float));
         c->ti_stride = lm_cpu_pad((size_t)c->n_kv * sizeof(int32_t));
         c->tq_off = c->per_thread;
@@ -131,7 +140,37 @@ static void attn_init(struct attn_ctx *c, const struct lm_tensor *dst, const str
         c->kg_off = c->ti_off + LM_VEC_DOT_TILE_MAX * c->ti_stride;
         c->vt_off = c->kg_off + lm_cpu_pad((size_t)c->n_kv * (size_t)c->d * 2);
         c->per_thread = c->vt_off + lm_cpu_pad((size_t)c->n_kv * (size_t)c->d_v * 2);
+        /* transposed K: worth its build (n_kv x d per kv head and thread)
+         * when each kv head has many queries; capped at KT_MAX_BYTES */
+        const int64_t nb = (c->n_kv + LM_KT_CELLS - 1) / LM_KT_CELLS;
+        const size_t ktr_bytes = (size_t)nb * LM_KT_CELLS * (size_t)c->d * sizeof(float);
+        if (kk->vec_dot_kt && c->d % 16 == 0 && c->n_q * c->ratio >= KT_MIN_ITEMS && ktr_bytes <= KT_MAX_BYTES) {
+            c->kscore = kk->vec_dot_kt;
+            c->ktr_nb = nb;
+            c->ktr_off = c->per_thread;
+            c->ktr_row_off = c->ktr_off + lm_cpu_pad(ktr_bytes);
+            c->per_thread = c->ktr_row_off + lm_cpu_pad((size_t)c->d * sizeof(float));
+        }
     }
+}
+
+/* Kv head g's K as LM_KT_CELLS-cell blocks of widened values, element e of
+ * cell 16b + l at [(b d + e) 16 + l] (kernels.h lm_vec_dot_kt_fn); the cells
+ * past n_kv in the last block are zeros. */
+static const float *build_ktr(const struct attn_ctx *c, char *scratch, int64_t g)
+{
+    float *kt = (float *)(scratch + c->ktr_off), *row = (float *)(scratch + c->ktr_row_off);
+    const int64_t d = c->d;
+    for (int64_t cell = 0; cell < c->ktr_nb * LM_KT_CELLS; cell++) {
+        float *dst = kt + (cell / LM_KT_CELLS) * d * LM_KT_CELLS + cell % LM_KT_CELLS;
+        if (cell < c->n_kv)
+            c->widen((const char *)c->k->data + g * (int64_t)c->k->nb[2] + cell * (int64_t)c->k->nb[1], row, d);
+        else
+            memset(row, 0, (size_t)d * sizeof(float));
+        for (int64_t e = 0; e < d; e++)
+            dst[e * LM_KT_CELLS] = row[e];
+    }
+    return kt;
 }
 
 /* Scratch: the ranges, then per thread q, rounded q, scores, rounded p,
@@ -427,7 +466,7 @@ static void attn_gathered(const struct attn_ctx *c, char *scratch, struct lm_ten
 /* Items (query it[t], head ht[t]) of kv head g, nt <= LM_VEC_DOT_TILE_MAX,
  * as a tile (see the file comment). */
 static void attn_tile(const struct attn_ctx *c, char *scratch, struct lm_tensor *dst, const int64_t *it,
-                      const int64_t *ht, int nt, int64_t g, const int32_t *ranges)
+                      const int64_t *ht, int nt, int64_t g, const int32_t *ranges, const float *ktr)
 {
     float *sq[LM_VEC_DOT_TILE_MAX], *out[LM_VEC_DOT_TILE_MAX];
     const float *qf[LM_VEC_DOT_TILE_MAX], *pf[LM_VEC_DOT_TILE_MAX];
@@ -464,8 +503,15 @@ static void attn_tile(const struct attn_ctx *c, char *scratch, struct lm_tensor 
     float *srow[LM_VEC_DOT_TILE_MAX];
     for (int q = 0; q < m; q++)
         srow[q] = sq[q] + lo;
-    const char *krow = (const char *)c->k->data + g * (int64_t)c->k->nb[2] + lo * (int64_t)c->k->nb[1];
-    c->ktile(hi - lo, m, len, srow, krow, c->k->nb[1], qf);
+    if (ktr) { /* whole blocks of cells from the transposed K (kv head g's) */
+        const int64_t b0 = lo / LM_KT_CELLS, b1 = (hi + LM_KT_CELLS - 1) / LM_KT_CELLS;
+        for (int q = 0; q < m; q++)
+            srow[q] = sq[q] + b0 * LM_KT_CELLS;
+        c->kscore(c->d, b1 - b0, m, srow, ktr + b0 * c->d * LM_KT_CELLS, qf);
+    } else {
+        const char *krow = (const char *)c->k->data + g * (int64_t)c->k->nb[2] + lo * (int64_t)c->k->nb[1];
+        c->ktile(hi - lo, m, len, srow, krow, c->k->nb[1], qf);
+    }
     /* softmax per item; P.V tiled for those without holes starting at the first one's cell */
     int pv = 0;
     int64_t pvlo = -1;
@@ -514,6 +560,8 @@ void lm_cpu_op_attn(const struct lm_cpu_params *p, struct lm_tensor *dst)
     int64_t done = 0; /* cost of the items before the current one */
     int64_t ti[LM_VEC_DOT_TILE_MAX], th[LM_VEC_DOT_TILE_MAX], tg = 0;
     int nt = 0; /* pending tile items (kv head tg) */
+    const float *ktr = NULL; /* kv head ktr_g's transposed K, once built */
+    int64_t ktr_g = -1;
     for (int64_t g = 0; g < c.n_head_kv; g++)
         for (int64_t i = 0; i < c.n_q; i++) {
             const int64_t cost = item_cost(ranges, i);
@@ -532,8 +580,12 @@ void lm_cpu_op_attn(const struct lm_cpu_params *p, struct lm_tensor *dst)
                  * tiles of its own heads: attn_gathered dots only its cells */
                 const bool split = nt && ti[nt - 1] != i && (holes[i] || holes[ti[nt - 1]]);
                 if (nt == LM_VEC_DOT_TILE_MAX || (nt && tg != g) || split) {
-                    attn_tile(&c, scratch, dst, ti, th, nt, tg, ranges);
+                    attn_tile(&c, scratch, dst, ti, th, nt, tg, ranges, ktr_g == tg ? ktr : NULL);
                     nt = 0;
+                }
+                if (c.kscore && ktr_g != g) {
+                    ktr = build_ktr(&c, scratch, g);
+                    ktr_g = g;
                 }
                 ti[nt] = i;
                 th[nt++] = g * c.ratio + r;
@@ -542,5 +594,5 @@ void lm_cpu_op_attn(const struct lm_cpu_params *p, struct lm_tensor *dst)
         }
 out:
     if (nt)
-        attn_tile(&c, scratch, dst, ti, th, nt, tg, ranges);
+        attn_tile(&c, scratch, dst, ti, th, nt, tg, ranges, ktr_g == tg ? ktr : NULL);
 }

@@ -292,6 +292,78 @@ void lm_vec_dot_tile_f16_avx512(int64_t nr, int nq, const int64_t *len, float *c
     }
 }
 
+/* ---- F16 scores from a transposed K: lanes are cells ----
+ * dot_f16 puts element e in accumulator (e % 32) / 16, lane e % 16, FMA by
+ * FMA from +0 in increasing e, then v = a0 + a1 and avx512_hsum_ps's tree:
+ * h_l = v_l + v_l+8, s_l = h_l + h_l+4, (s_0 + s_2) + (s_1 + s_3). Here
+ * register lane c is cell c of a block and "lane l" of that dot is a
+ * separate chain: v_l = chain(e = l, l + 32, ...) + chain(e = l + 16, ...),
+ * each an FMA of the broadcast y[e] by the row of the 16 cells' element e,
+ * then the same tree over v_0..v_15 as whole registers. Every operation is
+ * the one dot_f16 does on that cell's values, in the same order: the bits of
+ * vec_dot, 16 cells per register and no horizontal sum. */
+
+/* v_l of NQ queries (the sum of lane l's two chains). */
+static ALWAYS_INLINE void kt_lane(const int NQ, int64_t d, const float *kt, const float *const *y, int l, __m512 *v)
+{
+    __m512 a0[LM_VEC_DOT_TILE_MAX], a1[LM_VEC_DOT_TILE_MAX];
+    for (int q = 0; q < NQ; q++)
+        a0[q] = a1[q] = _mm512_setzero_ps();
+    for (int64_t e = l; e < d; e += 32) {
+        const __m512 k0 = _mm512_loadu_ps(kt + e * 16);
+        for (int q = 0; q < NQ; q++)
+            a0[q] = _mm512_fmadd_ps(_mm512_set1_ps(y[q][e]), k0, a0[q]);
+        if (e + 16 < d) {
+            const __m512 k1 = _mm512_loadu_ps(kt + (e + 16) * 16);
+            for (int q = 0; q < NQ; q++)
+                a1[q] = _mm512_fmadd_ps(_mm512_set1_ps(y[q][e + 16]), k1, a1[q]);
+        }
+    }
+    for (int q = 0; q < NQ; q++)
+        v[q] = _mm512_add_ps(a0[q], a1[q]);
+}
+
+/* s_l = h_l + h_l+4 with h_l = v_l + v_l+8 (l < 4). */
+static ALWAYS_INLINE void kt_quarter(const int NQ, int64_t d, const float *kt, const float *const *y, int l, __m512 *s)
+{
+    __m512 v[LM_VEC_DOT_TILE_MAX], w[LM_VEC_DOT_TILE_MAX], h[LM_VEC_DOT_TILE_MAX];
+    kt_lane(NQ, d, kt, y, l, v);
+    kt_lane(NQ, d, kt, y, l + 8, w);
+    for (int q = 0; q < NQ; q++)
+        h[q] = _mm512_add_ps(v[q], w[q]);
+    kt_lane(NQ, d, kt, y, l + 4, v);
+    kt_lane(NQ, d, kt, y, l + 12, w);
+    for (int q = 0; q < NQ; q++)
+        s[q] = _mm512_add_ps(h[q], _mm512_add_ps(v[q], w[q]));
+}
+
+static ALWAYS_INLINE void kt_blocks(const int NQ, int64_t d, int64_t nb, float *const *s, const float *kt,
+                                    const float *const *y)
+{
+    for (int64_t b = 0; b < nb; b++, kt += d * 16) {
+        __m512 s0[LM_VEC_DOT_TILE_MAX], s2[LM_VEC_DOT_TILE_MAX], t0[LM_VEC_DOT_TILE_MAX];
+        kt_quarter(NQ, d, kt, y, 0, s0);
+        kt_quarter(NQ, d, kt, y, 2, s2);
+        for (int q = 0; q < NQ; q++)
+            t0[q] = _mm512_add_ps(s0[q], s2[q]);
+        kt_quarter(NQ, d, kt, y, 1, s0);
+        kt_quarter(NQ, d, kt, y, 3, s2);
+        for (int q = 0; q < NQ; q++)
+            _mm512_storeu_ps(s[q] + 16 * b, _mm512_add_ps(t0[q], _mm512_add_ps(s0[q], s2[q])));
+    }
+}
+
+/* Contract: kernels.h (lm_vec_dot_kt_fn); each score has lm_vec_dot_f16_avx512's bits. */
+void lm_vec_dot_kt_f16_avx512(int64_t d, int64_t nb, int nq, float *const *s, const float *kt, const float *const *y)
+{
+    switch (nq) {
+    case 4: kt_blocks(4, d, nb, s, kt, y); break;
+    case 3: kt_blocks(3, d, nb, s, kt, y); break;
+    case 2: kt_blocks(2, d, nb, s, kt, y); break;
+    default: kt_blocks(1, d, nb, s, kt, y); break;
+    }
+}
+
 /* ---- BF16 (vdpbf16ps) ---- */
 
 static ALWAYS_INLINE __m512bh load_bf16x32(const lm_bf16 *p) { return (__m512bh)_mm512_loadu_si512(p); }

@@ -29,6 +29,7 @@ void lm_cpu_kernels_init_avx512(struct lm_cpu_kernels *k)
     lm_cpu_set_dot(k, LM_TYPE_F16, lm_vec_dot_f16_avx512);
     k->type[LM_TYPE_F16].vec_dot_rows = lm_vec_dot_rows_f16_avx512;
     k->type[LM_TYPE_F16].vec_dot_tile = lm_vec_dot_tile_f16_avx512;
+    k->type[LM_TYPE_F16].vec_dot_kt = lm_vec_dot_kt_f16_avx512;
     if (lm_cpu_features()->avx512bf16) { /* vdpbf16ps; else the AVX2 shift/FMA kernel stays */
         lm_cpu_set_dot(k, LM_TYPE_BF16, lm_vec_dot_bf16_avx512);
         k->type[LM_TYPE_BF16].vec_dot_rows = lm_vec_dot_rows_bf16_avx512;
