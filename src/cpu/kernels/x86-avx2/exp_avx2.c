@@ -85,21 +85,25 @@ static inline __m256 gelu8(__m256 x)
     return _mm256_blendv_ps(y, _mm256_set1_ps(-0.0f), ninf);
 }
 
-/* Contract: kernels.h. */
-void lm_gelu_avx2(int64_t n, float *y, const float *x)
+/* y[i] = f(x[i]) for i < n, 8 lanes at a time; the tail through a zero-padded
+ * buffer (same lanes, same bits). f is a constant after inlining. */
+static inline __attribute__((always_inline)) void map8(int64_t n, float *y, const float *x, __m256 (*f)(__m256))
 {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(y + i, gelu8(_mm256_loadu_ps(x + i)));
+        _mm256_storeu_ps(y + i, f(_mm256_loadu_ps(x + i)));
     if (i < n) {
         float buf[8] = {0};
         for (int64_t j = i; j < n; j++)
             buf[j - i] = x[j];
-        _mm256_storeu_ps(buf, gelu8(_mm256_loadu_ps(buf)));
+        _mm256_storeu_ps(buf, f(_mm256_loadu_ps(buf)));
         for (int64_t j = i; j < n; j++)
             y[j] = buf[j - i];
     }
 }
+
+/* Contract: kernels.h. */
+void lm_gelu_avx2(int64_t n, float *y, const float *x) { map8(n, y, x, gelu8); }
 
 /* silu(x) = x / (1 + exp(-x)); exp8 gives inf past 88.8, and x / inf = -0
  * (libm's expf overflows at 88.73: the few floats between give -0 there and
@@ -114,17 +118,4 @@ static inline __m256 silu8(__m256 x)
 }
 
 /* Contract: kernels.h. */
-void lm_silu_avx2(int64_t n, float *y, const float *x)
-{
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(y + i, silu8(_mm256_loadu_ps(x + i)));
-    if (i < n) {
-        float buf[8] = {0};
-        for (int64_t j = i; j < n; j++)
-            buf[j - i] = x[j];
-        _mm256_storeu_ps(buf, silu8(_mm256_loadu_ps(buf)));
-        for (int64_t j = i; j < n; j++)
-            y[j] = buf[j - i];
-    }
-}
+void lm_silu_avx2(int64_t n, float *y, const float *x) { map8(n, y, x, silu8); }

@@ -71,17 +71,21 @@ static inline __m512 gelu16(__m512 x)
     return _mm512_mask_blend_ps(ninf, y, _mm512_set1_ps(-0.0f));
 }
 
-/* Contract: kernels.h. */
-void lm_gelu_avx512(int64_t n, float *y, const float *x)
+/* y[i] = f(x[i]) for i < n, 16 lanes at a time, the tail masked (lanes past
+ * n compute f(0) and are not stored). f is a constant after inlining. */
+static inline __attribute__((always_inline)) void map16(int64_t n, float *y, const float *x, __m512 (*f)(__m512))
 {
     int64_t i = 0;
     for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(y + i, gelu16(_mm512_loadu_ps(x + i)));
+        _mm512_storeu_ps(y + i, f(_mm512_loadu_ps(x + i)));
     if (i < n) {
         const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
-        _mm512_mask_storeu_ps(y + i, m, gelu16(_mm512_maskz_loadu_ps(m, x + i)));
+        _mm512_mask_storeu_ps(y + i, m, f(_mm512_maskz_loadu_ps(m, x + i)));
     }
 }
+
+/* Contract: kernels.h. */
+void lm_gelu_avx512(int64_t n, float *y, const float *x) { map16(n, y, x, gelu16); }
 
 /* silu(x) = x / (1 + exp(-x)); exp16 gives inf past the top of its range,
  * and x / inf = -0. */
@@ -93,13 +97,4 @@ static inline __m512 silu16(__m512 x)
 }
 
 /* Contract: kernels.h. */
-void lm_silu_avx512(int64_t n, float *y, const float *x)
-{
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(y + i, silu16(_mm512_loadu_ps(x + i)));
-    if (i < n) {
-        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
-        _mm512_mask_storeu_ps(y + i, m, silu16(_mm512_maskz_loadu_ps(m, x + i)));
-    }
-}
+void lm_silu_avx512(int64_t n, float *y, const float *x) { map16(n, y, x, silu16); }
