@@ -157,7 +157,7 @@ static void attn_init(struct attn_ctx *c, const struct lm_tensor *dst, const str
 /* Kv head g's K as LM_KT_CELLS-cell blocks of widened values, element e of
  * cell 16b + l at [(b d + e) 16 + l] (kernels.h lm_vec_dot_kt_fn); the cells
  * past n_kv in the last block are zeros. */
-static const float *build_ktr(const struct attn_ctx *c, char *scratch, int64_t g)
+static void build_ktr(const struct attn_ctx *c, char *scratch, int64_t g)
 {
     float *kt = (float *)(scratch + c->ktr_off), *row = (float *)(scratch + c->ktr_row_off);
     const int64_t d = c->d;
@@ -170,7 +170,6 @@ static const float *build_ktr(const struct attn_ctx *c, char *scratch, int64_t g
         for (int64_t e = 0; e < d; e++)
             dst[e * LM_KT_CELLS] = row[e];
     }
-    return kt;
 }
 
 /* Scratch: the ranges, then per thread q, rounded q, scores, rounded p,
@@ -466,7 +465,7 @@ static void attn_gathered(const struct attn_ctx *c, char *scratch, struct lm_ten
 /* Items (query it[t], head ht[t]) of kv head g, nt <= LM_VEC_DOT_TILE_MAX,
  * as a tile (see the file comment). */
 static void attn_tile(const struct attn_ctx *c, char *scratch, struct lm_tensor *dst, const int64_t *it,
-                      const int64_t *ht, int nt, int64_t g, const int32_t *ranges, const float *ktr)
+                      const int64_t *ht, int nt, int64_t g, const int32_t *ranges, int64_t *ktr_g)
 {
     float *sq[LM_VEC_DOT_TILE_MAX], *out[LM_VEC_DOT_TILE_MAX];
     const float *qf[LM_VEC_DOT_TILE_MAX], *pf[LM_VEC_DOT_TILE_MAX];
@@ -503,7 +502,11 @@ static void attn_tile(const struct attn_ctx *c, char *scratch, struct lm_tensor 
     float *srow[LM_VEC_DOT_TILE_MAX];
     for (int q = 0; q < m; q++)
         srow[q] = sq[q] + lo;
-    if (ktr) { /* whole blocks of cells from the transposed K (kv head g's) */
+    if (c->kscore) { /* whole blocks of cells from the transposed K (kv head g's, built on first use) */
+        if (*ktr_g != g)
+            build_ktr(c, scratch, g);
+        *ktr_g = g;
+        const float *ktr = (const float *)(scratch + c->ktr_off);
         const int64_t b0 = lo / LM_KT_CELLS, b1 = (hi + LM_KT_CELLS - 1) / LM_KT_CELLS;
         for (int q = 0; q < m; q++)
             srow[q] = sq[q] + b0 * LM_KT_CELLS;
@@ -560,8 +563,7 @@ void lm_cpu_op_attn(const struct lm_cpu_params *p, struct lm_tensor *dst)
     int64_t done = 0; /* cost of the items before the current one */
     int64_t ti[LM_VEC_DOT_TILE_MAX], th[LM_VEC_DOT_TILE_MAX], tg = 0;
     int nt = 0; /* pending tile items (kv head tg) */
-    const float *ktr = NULL; /* kv head ktr_g's transposed K, once built */
-    int64_t ktr_g = -1;
+    int64_t ktr_g = -1; /* the kv head whose transposed K this thread's scratch holds */
     for (int64_t g = 0; g < c.n_head_kv; g++)
         for (int64_t i = 0; i < c.n_q; i++) {
             const int64_t cost = item_cost(ranges, i);
@@ -580,12 +582,8 @@ void lm_cpu_op_attn(const struct lm_cpu_params *p, struct lm_tensor *dst)
                  * tiles of its own heads: attn_gathered dots only its cells */
                 const bool split = nt && ti[nt - 1] != i && (holes[i] || holes[ti[nt - 1]]);
                 if (nt == LM_VEC_DOT_TILE_MAX || (nt && tg != g) || split) {
-                    attn_tile(&c, scratch, dst, ti, th, nt, tg, ranges, ktr_g == tg ? ktr : NULL);
+                    attn_tile(&c, scratch, dst, ti, th, nt, tg, ranges, &ktr_g);
                     nt = 0;
-                }
-                if (c.kscore && ktr_g != g) {
-                    ktr = build_ktr(&c, scratch, g);
-                    ktr_g = g;
                 }
                 ti[nt] = i;
                 th[nt++] = g * c.ratio + r;
@@ -594,5 +592,5 @@ void lm_cpu_op_attn(const struct lm_cpu_params *p, struct lm_tensor *dst)
         }
 out:
     if (nt)
-        attn_tile(&c, scratch, dst, ti, th, nt, tg, ranges, ktr_g == tg ? ktr : NULL);
+        attn_tile(&c, scratch, dst, ti, th, nt, tg, ranges, &ktr_g);
 }
