@@ -15,7 +15,6 @@
  */
 #include <stdatomic.h>
 #include <stdlib.h>
-
 #include <string.h>
 
 #include "cpu/ops/ops.h"

@@ -37,7 +37,8 @@ bool lm_cpu_supports_op(const struct lm_tensor *t)
      * GET_ROWS's table (a tied embedding) and as GET_ROWS_BACK's like (read
      * for its shape only) */
     for (int s = 0; s < LM_MAX_SRC; s++)
-        if (t->src[s] && lm_tensor_is_repacked(t->src[s]) && !((t->op == LM_OP_MUL_MAT || t->op == LM_OP_GET_ROWS) && s == 0) &&
+        if (t->src[s] && lm_tensor_is_repacked(t->src[s]) &&
+            !((t->op == LM_OP_MUL_MAT || t->op == LM_OP_GET_ROWS) && s == 0) &&
             !(t->op == LM_OP_GET_ROWS_BACK && s == 2))
             return false;
     switch (t->op) {

@@ -113,7 +113,8 @@ static void run_get_rows(enum lm_type type, lm_buft buft, const void *a_bytes, i
 {
     struct lm_ctx *wctx, *ctx;
     struct lm_ctx_params wp = {.mem_size = 4 * lm_tensor_overhead(), .no_alloc = true};
-    struct lm_ctx_params gp = {.mem_size = 16 * lm_tensor_overhead() + lm_graph_overhead(16) + sizeof(float) * (size_t)(K * n) + 4 * (size_t)n + (1 << 16),
+    const size_t data = sizeof(float) * (size_t)(K * n) + 4 * (size_t)n;
+    struct lm_ctx_params gp = {.mem_size = 16 * lm_tensor_overhead() + lm_graph_overhead(16) + data + (1 << 16),
                                .no_alloc = false};
     lm_ctx_new(&wp, &wctx);
     lm_ctx_new(&gp, &ctx);
@@ -156,8 +157,8 @@ static void test_get_rows(enum lm_type type)
     for (int nth = 1; nth <= 3; nth++) {
         run_get_rows(type, lm_host_buft(), aq, M, K, ids, N, nth, plain);
         run_get_rows(type, lm_cpu_repack_buft(), aq, M, K, ids, N, nth, packed);
-        CHECKF(!memcmp(plain, packed, sizeof(float) * (size_t)(K * N)), "%s get_rows on %d threads: repacked rows differ",
-               lm_type_name(type), nth);
+        CHECKF(!memcmp(plain, packed, sizeof(float) * (size_t)(K * N)),
+               "%s get_rows on %d threads: repacked rows differ", lm_type_name(type), nth);
     }
     free(af);
     free(aq);

@@ -59,7 +59,7 @@
 
 #define GATHER_CH 8 /* V channels gathered per step when the visible cells have holes */
 #define KT_MIN_ITEMS 16               /* queries x heads per kv head for a transposed K */
-#define KT_MAX_BYTES ((size_t)8 << 20) /* per thread */
+#define KT_MAX_BYTES ((size_t)4 << 20) /* per thread (scratch grows by it per thread) */
 
 /* What one ATTN node needs, from its sources and the kernel table. */
 struct attn_ctx {

@@ -91,7 +91,8 @@ void lm_gelu_avx512(int64_t n, float *y, const float *x) { map16(n, y, x, gelu16
  * and x / inf = -0. */
 static inline __m512 silu16(__m512 x)
 {
-    const __m512 y = _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), exp_or_nan(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+    const __m512 e = exp_or_nan(_mm512_sub_ps(_mm512_setzero_ps(), x));
+    const __m512 y = _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
     const __mmask16 ninf = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-INFINITY), _CMP_EQ_OQ); /* -inf / inf: -0 */
     return _mm512_mask_blend_ps(ninf, y, _mm512_set1_ps(-0.0f));
 }
