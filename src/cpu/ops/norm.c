@@ -17,8 +17,9 @@
 typedef float norm_v8f __attribute__((vector_size(32)));
 typedef double norm_v8d __attribute__((vector_size(64)));
 
-static double lanes_sum(norm_v8d a)
+static double lanes_sum(const norm_v8d *v)
 {
+    const norm_v8d a = *v;
     return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
 }
 
@@ -32,7 +33,7 @@ static void norm_row_contig(int64_t n, float eps, const float *x, float *y)
         memcpy(&v, x + i, sizeof v);
         acc += __builtin_convertvector(v, norm_v8d);
     }
-    double sum = lanes_sum(acc);
+    double sum = lanes_sum(&acc);
     for (int64_t i = n8; i < n; i++)
         sum += x[i];
     const float mean = (float)(sum / (double)n);
@@ -44,7 +45,7 @@ static void norm_row_contig(int64_t n, float eps, const float *x, float *y)
         memcpy(y + i, &v, sizeof v);
         acc2 += __builtin_convertvector(v * v, norm_v8d);
     }
-    double sum2 = lanes_sum(acc2);
+    double sum2 = lanes_sum(&acc2);
     for (int64_t i = n8; i < n; i++) {
         const float v = x[i] - mean;
         y[i] = v;
