@@ -69,20 +69,43 @@ static void test_roundtrip(enum lm_type type)
     free(back);
 }
 
+/* A weight (M x K of type) placed in buft, in a context of its own; the
+ * caller frees *buf and *wctx. */
+static struct lm_tensor *placed_weight(enum lm_type type, lm_buft buft, const void *bytes, int64_t M, int64_t K,
+                                       struct lm_ctx **wctx, struct lm_buffer **buf)
+{
+    struct lm_ctx_params wp = {.mem_size = 4 * lm_tensor_overhead(), .no_alloc = true};
+    lm_ctx_new(&wp, wctx);
+    struct lm_tensor *a = lm_new_tensor_2d(*wctx, type, K, M);
+    *buf = NULL;
+    CHECK(lm_alloc_ctx_tensors(*wctx, buft, buf) == LM_OK);
+    CHECK(lm_tensor_set(a, bytes, 0, lm_nbytes(a)) == LM_OK);
+    return a;
+}
+
+/* y's graph computed by a CPU backend of nth threads (supports_op checked). */
+static void compute_cpu(struct lm_ctx *ctx, struct lm_tensor *y, int nth)
+{
+    struct lm_graph *g = lm_graph_new(ctx, 16);
+    CHECK(y && lm_graph_expand(g, y) == LM_OK);
+    lm_backend_t be;
+    CHECK(lm_cpu_backend_new_unclamped(nth, &be) == LM_OK);
+    CHECK(lm_backend_supports_op(be, y));
+    CHECK(lm_backend_graph_compute(be, g) == LM_OK);
+    lm_backend_free(be);
+}
+
 /* out = a x b with a (M x K of type) placed in buft; b is [K, N] (or its permuted twin). */
 static void run_matmul(enum lm_type type, lm_buft buft, const void *a_bytes, int64_t M, int64_t K, const float *b_data,
                        int64_t N, bool permuted, int nth, float *out)
 {
     struct lm_ctx *wctx, *ctx;
-    struct lm_ctx_params wp = {.mem_size = 4 * lm_tensor_overhead(), .no_alloc = true};
-    struct lm_ctx_params gp = {.mem_size = 16 * lm_tensor_overhead() + lm_graph_overhead(16) + 4 * sizeof(float) * (size_t)(K * N + M * N) + (1 << 16),
+    struct lm_buffer *buf;
+    struct lm_ctx_params gp = {.mem_size = 16 * lm_tensor_overhead() + lm_graph_overhead(16) +
+                                           4 * sizeof(float) * (size_t)(K * N + M * N) + (1 << 16),
                                .no_alloc = false};
-    lm_ctx_new(&wp, &wctx);
     lm_ctx_new(&gp, &ctx);
-    struct lm_tensor *a = lm_new_tensor_2d(wctx, type, K, M);
-    struct lm_buffer *buf = NULL;
-    CHECK(lm_alloc_ctx_tensors(wctx, buft, &buf) == LM_OK);
-    CHECK(lm_tensor_set(a, a_bytes, 0, lm_nbytes(a)) == LM_OK);
+    struct lm_tensor *a = placed_weight(type, buft, a_bytes, M, K, &wctx, &buf);
     struct lm_tensor *b;
     if (permuted) { /* b stored as [N, K], used transposed: non-unit row stride */
         struct lm_tensor *bt = lm_new_tensor_2d(ctx, LM_TYPE_F32, N, K);
@@ -95,13 +118,8 @@ static void run_matmul(enum lm_type type, lm_buft buft, const void *a_bytes, int
         memcpy(b->data, b_data, sizeof(float) * (size_t)(K * N));
     }
     struct lm_tensor *y = lm_mul_mat(ctx, a, b);
-    struct lm_graph *g = lm_graph_new(ctx, 16);
-    CHECK(y && lm_graph_expand(g, y) == LM_OK);
-    lm_backend_t be;
-    CHECK(lm_cpu_backend_new_unclamped(nth, &be) == LM_OK);
-    CHECK(lm_backend_graph_compute(be, g) == LM_OK);
+    compute_cpu(ctx, y, nth);
     memcpy(out, y->data, sizeof(float) * (size_t)(M * N));
-    lm_backend_free(be);
     lm_buffer_free(buf);
     lm_ctx_free(ctx);
     lm_ctx_free(wctx);
@@ -112,27 +130,17 @@ static void run_get_rows(enum lm_type type, lm_buft buft, const void *a_bytes, i
                          const int32_t *ids, int64_t n, int nth, float *out)
 {
     struct lm_ctx *wctx, *ctx;
-    struct lm_ctx_params wp = {.mem_size = 4 * lm_tensor_overhead(), .no_alloc = true};
+    struct lm_buffer *buf;
     const size_t data = sizeof(float) * (size_t)(K * n) + 4 * (size_t)n;
     struct lm_ctx_params gp = {.mem_size = 16 * lm_tensor_overhead() + lm_graph_overhead(16) + data + (1 << 16),
                                .no_alloc = false};
-    lm_ctx_new(&wp, &wctx);
     lm_ctx_new(&gp, &ctx);
-    struct lm_tensor *a = lm_new_tensor_2d(wctx, type, K, M);
-    struct lm_buffer *buf = NULL;
-    CHECK(lm_alloc_ctx_tensors(wctx, buft, &buf) == LM_OK);
-    CHECK(lm_tensor_set(a, a_bytes, 0, lm_nbytes(a)) == LM_OK);
+    struct lm_tensor *a = placed_weight(type, buft, a_bytes, M, K, &wctx, &buf);
     struct lm_tensor *it = lm_new_tensor_1d(ctx, LM_TYPE_I32, n);
     memcpy(it->data, ids, 4 * (size_t)n);
     struct lm_tensor *y = lm_get_rows(ctx, a, it);
-    struct lm_graph *g = lm_graph_new(ctx, 16);
-    CHECK(y && lm_graph_expand(g, y) == LM_OK);
-    lm_backend_t be;
-    CHECK(lm_cpu_backend_new_unclamped(nth, &be) == LM_OK);
-    CHECK(lm_backend_supports_op(be, y));
-    CHECK(lm_backend_graph_compute(be, g) == LM_OK);
+    compute_cpu(ctx, y, nth);
     memcpy(out, y->data, sizeof(float) * (size_t)(K * n));
-    lm_backend_free(be);
     lm_buffer_free(buf);
     lm_ctx_free(ctx);
     lm_ctx_free(wctx);

@@ -203,7 +203,6 @@ struct lm_cpu_kernels {
     lm_gelu_fn gelu;
     enum lm_cpu_isa gelu_isa;
     lm_silu_fn silu;
-    enum lm_cpu_isa silu_isa;
     struct lm_cpu_type_kernels type[LM_TYPE_COUNT];
     /* Which ISA filled each slot (for tests and benches). */
     enum lm_cpu_isa vec_dot_isa[LM_TYPE_COUNT];

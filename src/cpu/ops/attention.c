@@ -500,8 +500,6 @@ static void attn_tile(const struct attn_ctx *c, char *scratch, struct lm_tensor 
     }
     /* scores of every K row of [lo, hi) against the m queries */
     float *srow[LM_VEC_DOT_TILE_MAX];
-    for (int q = 0; q < m; q++)
-        srow[q] = sq[q] + lo;
     if (c->kscore) { /* whole blocks of cells from the transposed K (kv head g's, built on first use) */
         if (*ktr_g != g)
             build_ktr(c, scratch, g);
@@ -512,6 +510,8 @@ static void attn_tile(const struct attn_ctx *c, char *scratch, struct lm_tensor 
             srow[q] = sq[q] + b0 * LM_KT_CELLS;
         c->kscore(c->d, b1 - b0, m, srow, ktr + b0 * c->d * LM_KT_CELLS, qf);
     } else {
+        for (int q = 0; q < m; q++)
+            srow[q] = sq[q] + lo;
         const char *krow = (const char *)c->k->data + g * (int64_t)c->k->nb[2] + lo * (int64_t)c->k->nb[1];
         c->ktile(hi - lo, m, len, srow, krow, c->k->nb[1], qf);
     }

@@ -200,23 +200,22 @@ void lm_cpu_op_cpy(const struct lm_cpu_params *p, struct lm_tensor *dst)
     lm_cpu_split(nr, p->ith, p->nth, &r0, &r1);
     if (r0 >= r1 || n == 0)
         return;
+    if (same_shape_float(src, dst) && transposed_store(src, dst)) { /* any float types, the same included */
+        copy_transposed(p, src, dst, r0, r1);
+        return;
+    }
     if (src->type == dst->type) {
         if (lm_is_contiguous(src) && lm_is_contiguous(dst)) {
             const size_t row = lm_row_size(dst->type, n);
             memcpy((char *)dst->data + (size_t)r0 * row, (const char *)src->data + (size_t)r0 * row,
                    (size_t)(r1 - r0) * row);
-        } else if (same_shape_float(src, dst) && transposed_store(src, dst)) {
-            copy_transposed(p, src, dst, r0, r1);
         } else {
             copy_same(src, dst, r0, r1);
         }
         return;
     }
     if (same_shape_float(src, dst)) {
-        if (transposed_store(src, dst))
-            copy_transposed(p, src, dst, r0, r1);
-        else
-            copy_float_strided(src, dst, r0, r1);
+        copy_float_strided(src, dst, r0, r1);
         return;
     }
     float *tmp = lm_cpu_wslice(p, 0, (size_t)n * sizeof(float));

@@ -41,5 +41,4 @@ void lm_cpu_kernels_init_avx2(struct lm_cpu_kernels *k)
     k->gelu = lm_gelu_avx2;
     k->gelu_isa = k->isa;
     k->silu = lm_silu_avx2;
-    k->silu_isa = k->isa;
 }

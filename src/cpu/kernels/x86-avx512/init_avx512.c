@@ -59,7 +59,6 @@ void lm_cpu_kernels_init_avx512(struct lm_cpu_kernels *k)
     k->gelu = lm_gelu_avx512;
     k->gelu_isa = k->isa;
     k->silu = lm_silu_avx512;
-    k->silu_isa = k->isa;
     /* row decoders (bit-exact; dequantizing matmul paths, GET_ROWS) */
     lm_cpu_set_to(k, LM_TYPE_Q4_0, lm_dequantize_row_q4_0_avx512);
     lm_cpu_set_to(k, LM_TYPE_Q4_1, lm_dequantize_row_q4_1_avx512);
