@@ -689,6 +689,20 @@ static void test_kernels_int(enum lm_type type)
 
 /* ---- gemv_x8 (one column over many groups) against gemm_x8 with nc == 1 ---- */
 
+/* The AVX-512 K-quant gemv_x8 a table leaves out on some CPUs (gemm_avx512.c:
+ * Zen 5 takes gemm_x8 per group), tested by name there; NULL for the others. */
+static lm_gemv_fn named_gemv_avx512(enum lm_type type)
+{
+    switch (type) {
+    case LM_TYPE_Q2_K: return lm_gemv_q2_Kx8_q8_K_avx512;
+    case LM_TYPE_Q3_K: return lm_gemv_q3_Kx8_q8_K_avx512;
+    case LM_TYPE_Q4_K: return lm_gemv_q4_Kx8_q8_K_avx512;
+    case LM_TYPE_Q5_K: return lm_gemv_q5_Kx8_q8_K_avx512;
+    case LM_TYPE_Q6_K: return lm_gemv_q6_Kx8_q8_K_avx512;
+    default: return NULL;
+    }
+}
+
 /* G groups of random weights (G = 1..21: every mix of the 8/4/2/1-group
  * steps, odd group counts) against one activation row, through every
  * level's gemv_x8: each group's 8 results bit-identical to that level's
@@ -717,7 +731,10 @@ static int gemv_case(enum lm_type type, int64_t K, int64_t G)
     for (int isa = 0; isa <= (int)lm_cpu_isa_best(); isa++) {
         const struct lm_cpu_kernels *kt = lm_cpu_kernels_for((enum lm_cpu_isa)isa);
         const struct lm_cpu_type_kernels *tk = kt ? &kt->type[type] : NULL;
-        if (!tk || !tk->gemv_x8)
+        lm_gemv_fn gemv = tk ? tk->gemv_x8 : NULL;
+        if (tk && !gemv && isa == LM_ISA_AVX512)
+            gemv = named_gemv_avx512(type);
+        if (!gemv)
             continue;
         CHECK(tk->gemm_x8 != NULL);
         lm_from_float_fn enc = tk->gemm_from_float ? tk->gemm_from_float : kt->type[tk->gemm_vt].from_float;
@@ -731,7 +748,7 @@ static int gemv_case(enum lm_type type, int64_t K, int64_t G)
             }
         for (int64_t i = 0; i < M + 8; i++)
             got[i] = 1234.5f;
-        tk->gemv_x8(K, G, group, got, packed, act, tk->gemm_sums ? sums : NULL);
+        gemv(K, G, group, got, packed, act, tk->gemm_sums ? sums : NULL);
         bool ok = true;
         for (int64_t g = 0; g < G && ok; g++) {
             tk->gemm_x8(K, want, 1, packed + (size_t)g * group, act, 0, tk->gemm_sums ? sums : NULL, 1);
