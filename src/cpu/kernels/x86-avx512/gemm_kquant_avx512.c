@@ -116,15 +116,16 @@ static inline __m512i fold2(__m512i a, __m512i b)
     return _mm512_add_epi32(_mm512_permutex2var_epi32(a, ev, b), _mm512_permutex2var_epi32(a, od, b));
 }
 
-/* Prefetch `bytes` of the group LM_GEMM_PREFETCH ahead when `on`: always
- * for several columns; for one, where lm_avx512_prefetch says, except Q6_K,
+/* Prefetch `bytes` of the group `dist` bytes ahead (0: not at): always for
+ * several columns (LM_GEMM_PREFETCH); for one (lm_avx512_kq_prefetch_one),
+ * where lm_avx512_prefetch says, except Q6_K,
  * which prefetches on every CPU: its one-column kernel is compute-bound (8-10
  * GB/s per thread) and still gains from it on Zen 4 (8.1 -> 10.0 GB/s,
  * bench_gemm stream), where the other types lose (Q4_K 30.4 -> 23.5). */
-static inline __attribute__((always_inline)) void prefetch_group(const void *p, int bytes, bool on)
+static inline __attribute__((always_inline)) void prefetch_group(const void *p, int bytes, int dist)
 {
-    for (int o = 0; on && o < bytes; o += 64)
-        _mm_prefetch((const char *)p + LM_GEMM_PREFETCH + o, _MM_HINT_T0);
+    for (int o = 0; dist && o < bytes; o += 64)
+        _mm_prefetch((const char *)p + dist + o, _MM_HINT_T0);
 }
 
 /* ---- scale decoding ---- */
@@ -369,7 +370,7 @@ static inline __attribute__((always_inline)) void kq_block(enum kt t, const char
 {
     const lm_fp16 *d16 = (const lm_fp16 *)w, *dmin16 = d16 + LM_REPACK_ROWS; /* d[8], then dmin[8] */
     struct kdec d;
-    prefetch_group(w, (int)kq_block_bytes(t), pf == KQ_PF_BURST);
+    prefetch_group(w, (int)kq_block_bytes(t), pf == KQ_PF_BURST ? (nc == 1 ? lm_avx512_kq_prefetch_one : LM_GEMM_PREFETCH) : 0);
     if (t == KT_Q2)
         q2k_decode((const struct lm_block_q2_Kx8 *)w, &d);
     else if (t == KT_Q3)

@@ -13,6 +13,7 @@
 #include "cpu/kernels/kernels.h"
 
 bool lm_avx512_prefetch = true; /* avx512_util.h */
+int lm_avx512_kq_prefetch_one = 1024; /* avx512_util.h */
 
 /* Overrides the AVX-512 slots of k (a copy of the AVX2 table). */
 void lm_cpu_kernels_init_avx512(struct lm_cpu_kernels *k)
@@ -21,6 +22,7 @@ void lm_cpu_kernels_init_avx512(struct lm_cpu_kernels *k)
     const struct lm_cpu_features *cf = lm_cpu_features();
     const bool zen34 = cf->amd && cf->family == 25; /* measured faster without: avx512_util.h */
     lm_avx512_prefetch = pf && (strcmp(pf, "0") == 0 || strcmp(pf, "1") == 0) ? pf[0] == '1' : !zen34;
+    lm_avx512_kq_prefetch_one = cf->amd && cf->family >= 26 ? 6144 : 1024;
     /* vec_dot of every weight type but F32 (VNNI integer parts); F16/BF16 rows */
     /* F32 keeps the AVX2 dot: with lm_vec_dot_f32_avx512 a multi-sequence batch
      * of stories260K (F32 weights) differs from decoding the tokens one at a
