@@ -34,7 +34,7 @@ extern bool lm_avx512_prefetch;
 /* Bytes ahead that the K-quant gemm_x8 prefetches the weights of one column
  * in a burst per super-block (gemm_kquant_avx512.c; Zen 5 runs token
  * generation through it, gemm_avx512.c). Set with lm_avx512_prefetch: 1024
- * (LM_GEMM_PREFETCH, Sapphire Rapids), 6144 on Zen 5 (AMD family 26): a
+ * (LM_GEMM_PREFETCH, Sapphire Rapids), 6144 on Zen 5 (AMD family >= 26): a
  * super-block is 18-27 lines, so 1024 is less than one block ahead there.
  * tinyllama Q4_K_M tg128, 2 threads, lamina bench alternated, same minutes,
  * 2026-12-05, t/s: 1024 43.9 / 52.4, 2048 40.4-52.7, 3072 59.4 / 59.5, 4096

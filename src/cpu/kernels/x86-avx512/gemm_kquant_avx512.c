@@ -370,7 +370,8 @@ static inline __attribute__((always_inline)) void kq_block(enum kt t, const char
 {
     const lm_fp16 *d16 = (const lm_fp16 *)w, *dmin16 = d16 + LM_REPACK_ROWS; /* d[8], then dmin[8] */
     struct kdec d;
-    prefetch_group(w, (int)kq_block_bytes(t), pf == KQ_PF_BURST ? (nc == 1 ? lm_avx512_kq_prefetch_one : LM_GEMM_PREFETCH) : 0);
+    const int dist = nc == 1 ? lm_avx512_kq_prefetch_one : LM_GEMM_PREFETCH;
+    prefetch_group(w, (int)kq_block_bytes(t), pf == KQ_PF_BURST ? dist : 0);
     if (t == KT_Q2)
         q2k_decode((const struct lm_block_q2_Kx8 *)w, &d);
     else if (t == KT_Q3)

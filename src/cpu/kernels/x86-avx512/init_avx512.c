@@ -12,7 +12,7 @@
 #include "cpu/kernels/gemm.h"
 #include "cpu/kernels/kernels.h"
 
-bool lm_avx512_prefetch = true; /* avx512_util.h */
+bool lm_avx512_prefetch = true;       /* avx512_util.h */
 int lm_avx512_kq_prefetch_one = 1024; /* avx512_util.h */
 
 /* Overrides the AVX-512 slots of k (a copy of the AVX2 table). */
