@@ -22,7 +22,6 @@ void lm_cpu_kernels_init_avx512(struct lm_cpu_kernels *k)
     const struct lm_cpu_features *cf = lm_cpu_features();
     const bool zen34 = cf->amd && cf->family == 25; /* measured faster without: avx512_util.h */
     lm_avx512_prefetch = pf && (strcmp(pf, "0") == 0 || strcmp(pf, "1") == 0) ? pf[0] == '1' : !zen34;
-    lm_avx512_kq_prefetch_one = cf->amd && cf->family >= 26 ? 6144 : 1024;
     /* vec_dot of every weight type but F32 (VNNI integer parts); F16/BF16 rows */
     /* F32 keeps the AVX2 dot: with lm_vec_dot_f32_avx512 a multi-sequence batch
      * of stories260K (F32 weights) differs from decoding the tokens one at a
