@@ -45,6 +45,7 @@ build-san-clang: deps
 # then under clang's; then each libFuzzer target for FUZZ_SECONDS from its seeds.
 test: build build-san build-san-clang
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@sed 's/^/make: /' $(BUILD)/cuda-status.txt
 	@cd $(SAN_BUILD) && $(SAN_ENV) ctest --output-on-failure -j $(JOBS) -LE nosan
 	@if $(HAVE_CLANG) && [ -f $(CLANG_SAN_BUILD)/CTestTestfile.cmake ]; then \
 	  cd $(CLANG_SAN_BUILD) && $(SAN_ENV) ctest --output-on-failure -j $(JOBS) -LE nosan; \

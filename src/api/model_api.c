@@ -7,6 +7,9 @@
 #include "api/api.h"
 #include "core/log.h"
 #include "cpu/cpu.h"
+#ifdef LM_HAVE_CUDA
+#include "cuda/cuda.h"
+#endif
 #include "ref/ref.h"
 #include "vocab/vocab.h"
 
@@ -72,6 +75,12 @@ void llama_backend_init(bool numa)
     (void)numa;
     lm_backend_register(lm_cpu_backend_reg());
     lm_backend_register(lm_ref_backend_reg());
+#ifdef LM_HAVE_CUDA
+    /* one entry per visible GPU, after the CPU (placement.c: device 0 is the
+     * host, GPUs follow in registry order); none without a driver or GPU */
+    for (int i = 0; i < lm_cuda_device_count(); i++)
+        lm_backend_register(lm_cuda_backend_reg(i));
+#endif
     (void)lm_cpu_features();
 }
 

@@ -39,6 +39,15 @@ static void put(struct wbuf *w, const void *src, size_t len)
     w->n += len;
 }
 
+/* len bytes of t's data from byte off, through its buffer (the KV cache may
+ * live in GPU memory). */
+static void put_tensor(struct wbuf *w, const struct lm_tensor *t, size_t off, size_t len)
+{
+    if (w->p && len && lm_tensor_get(t, w->p + w->n, off, len) != LM_OK)
+        memset(w->p + w->n, 0, len);
+    w->n += len;
+}
+
 static void put_u32(struct wbuf *w, uint32_t v) { put(w, &v, 4); }
 static void put_u64(struct wbuf *w, uint64_t v) { put(w, &v, 8); }
 
@@ -56,6 +65,17 @@ static bool get(struct rbuf *r, void *dst, size_t len)
     }
     if (dst && len)
         memcpy(dst, r->p + r->off, len);
+    r->off += len;
+    return true;
+}
+
+/* The next len bytes into t's data from byte off, through its buffer. */
+static bool get_tensor(struct rbuf *r, struct lm_tensor *t, size_t off, size_t len)
+{
+    if (r->bad || len > r->n - r->off || (len && lm_tensor_set(t, r->p + r->off, off, len) != LM_OK)) {
+        r->bad = true;
+        return false;
+    }
     r->off += len;
     return true;
 }
@@ -97,9 +117,9 @@ static void write_kv(struct wbuf *w, const struct lm_context *c, bool upper_boun
     size_t krow = lm_row_size(kv->type_k, nk), vrow = lm_row_size(kv->type_v, nvc);
     size_t vstride = lm_row_size(kv->type_v, kv->size);
     for (uint32_t il = 0; il < kv->n_layer; il++) {
-        put(w, kv->k[il]->data, krow * n);
+        put_tensor(w, kv->k[il], 0, krow * n);
         for (uint32_t j = 0; j < nv; j++)
-            put(w, (const uint8_t *)kv->v[il]->data + (size_t)j * vstride, vrow);
+            put_tensor(w, kv->v[il], (size_t)j * vstride, vrow);
     }
 }
 
@@ -173,7 +193,7 @@ static bool read_kv(struct rbuf *r, struct lm_context *c, bool exact)
     for (uint32_t i = 0; i < kv->size; i++)
         cells[i].pos = -1;
     for (uint32_t i = 0; i < n && !r->bad; i++) {
-        int32_t pd[2];
+        int32_t pd[2] = {0, 0};
         get(r, pd, sizeof pd);
         cells[i] = (struct lm_kv_cell){.pos = pd[0], .delta = pd[1], .seq = get_u64(r)};
         if (!lm_kv_cell_valid(&cells[i])) { /* a later shift or decode must not overflow */
@@ -192,9 +212,9 @@ static bool read_kv(struct rbuf *r, struct lm_context *c, bool exact)
         return false;
     }
     for (uint32_t il = 0; il < kv->n_layer; il++) {
-        get(r, kv->k[il]->data, krow * n);
+        get_tensor(r, kv->k[il], 0, krow * n);
         for (uint32_t j = 0; j < nv; j++)
-            get(r, (uint8_t *)kv->v[il]->data + (size_t)j * vstride, vrow);
+            get_tensor(r, kv->v[il], (size_t)j * vstride, vrow);
     }
     memcpy(kv->cells, cells, kv->size * sizeof *cells);
     free(cells);

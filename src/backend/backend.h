@@ -18,6 +18,10 @@
 #include "core/status.h"
 #include "core/tensor.h"
 
+#ifdef __cplusplus
+extern "C" { /* the CUDA backend (C++) calls these */
+#endif
+
 struct lm_buffer_type;
 struct lm_buffer;
 struct lm_backend;
@@ -105,6 +109,10 @@ lm_status lm_tensor_set(struct lm_tensor *t, const void *data, size_t offset, si
 lm_status lm_tensor_get(const struct lm_tensor *t, void *data, size_t offset, size_t size);
 /* Copy src into dst (same bytes count, same type); across buffers via host memory. */
 lm_status lm_tensor_copy(const struct lm_tensor *src, struct lm_tensor *dst);
+
+/* True if every source of t that holds elements has data (a backend's
+ * graph_compute checks it before computing t). */
+bool lm_sources_have_data(const struct lm_tensor *t);
 
 /* ---- host memory ---- */
 
@@ -197,5 +205,9 @@ lm_status lm_backend_init_by_name(const char *name, lm_backend_t *out);
 lm_status lm_backend_reg_init_threads(const struct lm_backend_reg *reg, int n_threads, lm_backend_t *out);
 lm_buft lm_backend_reg_default_buft(const struct lm_backend_reg *reg);
 lm_buft lm_backend_reg_weight_buft(const struct lm_backend_reg *reg, const struct lm_tensor *w, unsigned flags);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

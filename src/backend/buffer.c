@@ -237,3 +237,11 @@ lm_status lm_buffer_from_host_ptr(lm_buft buft, void *ptr, size_t size, struct l
     *out = b;
     return LM_OK;
 }
+
+bool lm_sources_have_data(const struct lm_tensor *t)
+{
+    for (int i = 0; i < LM_MAX_SRC; i++)
+        if (t->src[i] && lm_nelements(t->src[i]) > 0 && !t->src[i]->data)
+            return false;
+    return true;
+}

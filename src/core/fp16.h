@@ -11,24 +11,33 @@
 #include <stdint.h>
 #include <string.h>
 
+/* LM_HOSTDEV marks the conversions (and other small header helpers) callable
+ * from CUDA device code too: src/cuda/ is C++ compiled by nvcc and includes
+ * these headers. Plain C sees nothing. */
+#ifdef __CUDACC__
+#define LM_HOSTDEV __host__ __device__
+#else
+#define LM_HOSTDEV
+#endif
+
 typedef uint16_t lm_fp16;
 typedef uint16_t lm_bf16;
 
-static inline uint32_t lm_f32_bits(float f)
+static inline LM_HOSTDEV uint32_t lm_f32_bits(float f)
 {
     uint32_t u;
     memcpy(&u, &f, 4);
     return u;
 }
 
-static inline float lm_bits_f32(uint32_t u)
+static inline LM_HOSTDEV float lm_bits_f32(uint32_t u)
 {
     float f;
     memcpy(&f, &u, 4);
     return f;
 }
 
-static inline float lm_fp16_to_fp32(lm_fp16 h)
+static inline LM_HOSTDEV float lm_fp16_to_fp32(lm_fp16 h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t exp = (h >> 10) & 0x1fu;
@@ -45,7 +54,7 @@ static inline float lm_fp16_to_fp32(lm_fp16 h)
     return lm_bits_f32(sign | ((exp + 112u) << 23) | (man << 13));
 }
 
-static inline lm_fp16 lm_fp32_to_fp16(float f)
+static inline LM_HOSTDEV lm_fp16 lm_fp32_to_fp16(float f)
 {
     uint32_t x = lm_f32_bits(f);
     uint32_t sign = (x >> 16) & 0x8000u;
@@ -76,12 +85,12 @@ static inline lm_fp16 lm_fp32_to_fp16(float f)
     return (lm_fp16)(sign | r);
 }
 
-static inline float lm_bf16_to_fp32(lm_bf16 h)
+static inline LM_HOSTDEV float lm_bf16_to_fp32(lm_bf16 h)
 {
     return lm_bits_f32((uint32_t)h << 16);
 }
 
-static inline lm_bf16 lm_fp32_to_bf16(float f)
+static inline LM_HOSTDEV lm_bf16 lm_fp32_to_bf16(float f)
 {
     uint32_t u = lm_f32_bits(f);
     if ((u & 0x7fffffffu) > 0x7f800000u) /* nan: force quiet */

@@ -7,6 +7,10 @@
 #ifndef LM_LOG_H
 #define LM_LOG_H
 
+#ifdef __cplusplus
+extern "C" { /* the CUDA backend (C++) calls these */
+#endif
+
 enum lm_log_level {
     LM_LOG_ERROR = 2,
     LM_LOG_WARN = 3,
@@ -35,5 +39,9 @@ void lm_log(enum lm_log_level level, const char *fmt, ...);
 #define LM_LOG_WRN(...) lm_log(LM_LOG_WARN, __VA_ARGS__)
 #define LM_LOG_INF(...) lm_log(LM_LOG_INFO, __VA_ARGS__)
 #define LM_LOG_DBG(...) lm_log(LM_LOG_DEBUG, __VA_ARGS__)
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -17,6 +17,10 @@
 
 #include "core/tensor.h"
 
+#ifdef __cplusplus
+extern "C" { /* the CUDA backend (C++) calls these */
+#endif
+
 /* True when node t is well-formed for its op. t's required sources are
  * present (the generic part checks that); on false, a message saying why
  * (as the constructors word it) goes into why[0..why_size) when why is
@@ -45,5 +49,9 @@ bool lm_op_weight_type_ok(enum lm_type t);
 
 /* F32, F16 or BF16. */
 bool lm_op_float_type(enum lm_type t);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

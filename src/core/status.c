@@ -12,6 +12,7 @@ static const char *const names[LM_STATUS_COUNT] = {
     [LM_ERR_NOT_FOUND] = "not found",
     [LM_ERR_FULL] = "no space left",
     [LM_ERR_ABORTED] = "aborted",
+    [LM_ERR_DEVICE] = "device error",
 };
 
 const char *lm_status_str(lm_status st)

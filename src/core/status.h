@@ -7,6 +7,10 @@
 #ifndef LM_STATUS_H
 #define LM_STATUS_H
 
+#ifdef __cplusplus
+extern "C" { /* the CUDA backend (C++) calls these */
+#endif
+
 typedef enum lm_status {
     LM_OK = 0,
     LM_ERR_INVALID_ARG,   /* a caller passed an argument outside the contract */
@@ -18,11 +22,16 @@ typedef enum lm_status {
     LM_ERR_NOT_FOUND,     /* a named key, tensor or token does not exist */
     LM_ERR_FULL,          /* a fixed-capacity container (KV cache, arena) is full */
     LM_ERR_ABORTED,       /* a callback asked to stop */
+    LM_ERR_DEVICE,        /* a device (GPU) call failed: a kernel launch, a copy */
     LM_STATUS_COUNT
 } lm_status;
 
 /* A static, human-readable name for a status code ("ok", "corrupt input", ...).
  * Never NULL; thread-safe. */
 const char *lm_status_str(lm_status st);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -25,6 +25,10 @@
 #include "core/status.h"
 #include "core/type.h"
 
+#ifdef __cplusplus
+extern "C" { /* the CUDA backend (C++) calls these */
+#endif
+
 #define LM_MAX_DIMS 4
 #define LM_MAX_SRC 6
 #define LM_MAX_OP_PARAMS 64 /* bytes */
@@ -389,5 +393,9 @@ lm_status lm_graph_expand(struct lm_graph *g, struct lm_tensor *t);
 void lm_graph_clear(struct lm_graph *g);
 /* True if t is a node or leaf of g. */
 bool lm_graph_contains(const struct lm_graph *g, const struct lm_tensor *t);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

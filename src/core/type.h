@@ -12,6 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" { /* the CUDA backend (C++) calls these */
+#endif
+
 enum lm_type {
     LM_TYPE_F32 = 0,
     LM_TYPE_F16 = 1,
@@ -66,5 +70,9 @@ size_t lm_row_size(enum lm_type t, int64_t n);
 
 /* The type with name `name` (case-insensitive, "Q4_K" or "q4_K"); false if none. */
 bool lm_type_from_name(const char *name, enum lm_type *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -3,7 +3,7 @@
  * Each struct is the exact GGUF/ggml layout (spec/quant-formats.md): fields in
  * file order, no padding (all members are bytes or 2-byte halves laid out on
  * their natural alignment; Q8_K's float comes first). Half-precision fields are
- * lm_fp16 bit patterns. A `_Static_assert` ties every struct to the byte count
+ * lm_fp16 bit patterns. A static assertion ties every struct to the byte count
  * in the core type table (core/type.c), so the two cannot drift apart.
  *
  * Element order inside a block is documented beside each struct and in
@@ -137,44 +137,52 @@ struct lm_block_iq2_xs {
     uint8_t scales[LM_QK_K / 32];
 };
 
+/* C11's _Static_assert; C++'s static_assert when the CUDA kernels (src/cuda/,
+ * compiled as C++) include this header. */
+#ifdef __cplusplus
+#define LM_BLOCK_ASSERT(cond, msg) static_assert(cond, msg)
+#else
+#define LM_BLOCK_ASSERT(cond, msg) _Static_assert(cond, msg)
+#endif
+
 /* Sizes must equal the core type table (lm_type_size). The literal numbers are
  * the GGUF facts; core/type.c computes the same values from its formulas. */
-_Static_assert(sizeof(struct lm_block_q4_0) == 18, "q4_0 block size");
-_Static_assert(sizeof(struct lm_block_q4_1) == 20, "q4_1 block size");
-_Static_assert(sizeof(struct lm_block_q5_0) == 22, "q5_0 block size");
-_Static_assert(sizeof(struct lm_block_q5_1) == 24, "q5_1 block size");
-_Static_assert(sizeof(struct lm_block_q8_0) == 34, "q8_0 block size");
-_Static_assert(sizeof(struct lm_block_q8_1) == 36, "q8_1 block size");
-_Static_assert(sizeof(struct lm_block_q2_K) == 84, "q2_K block size");
-_Static_assert(sizeof(struct lm_block_q3_K) == 110, "q3_K block size");
-_Static_assert(sizeof(struct lm_block_q4_K) == 144, "q4_K block size");
-_Static_assert(sizeof(struct lm_block_q5_K) == 176, "q5_K block size");
-_Static_assert(sizeof(struct lm_block_q6_K) == 210, "q6_K block size");
-_Static_assert(sizeof(struct lm_block_q8_K) == 292, "q8_K block size");
-_Static_assert(sizeof(struct lm_block_iq2_xxs) == 66, "iq2_xxs block size");
-_Static_assert(sizeof(struct lm_block_iq2_xs) == 74, "iq2_xs block size");
+LM_BLOCK_ASSERT(sizeof(struct lm_block_q4_0) == 18, "q4_0 block size");
+LM_BLOCK_ASSERT(sizeof(struct lm_block_q4_1) == 20, "q4_1 block size");
+LM_BLOCK_ASSERT(sizeof(struct lm_block_q5_0) == 22, "q5_0 block size");
+LM_BLOCK_ASSERT(sizeof(struct lm_block_q5_1) == 24, "q5_1 block size");
+LM_BLOCK_ASSERT(sizeof(struct lm_block_q8_0) == 34, "q8_0 block size");
+LM_BLOCK_ASSERT(sizeof(struct lm_block_q8_1) == 36, "q8_1 block size");
+LM_BLOCK_ASSERT(sizeof(struct lm_block_q2_K) == 84, "q2_K block size");
+LM_BLOCK_ASSERT(sizeof(struct lm_block_q3_K) == 110, "q3_K block size");
+LM_BLOCK_ASSERT(sizeof(struct lm_block_q4_K) == 144, "q4_K block size");
+LM_BLOCK_ASSERT(sizeof(struct lm_block_q5_K) == 176, "q5_K block size");
+LM_BLOCK_ASSERT(sizeof(struct lm_block_q6_K) == 210, "q6_K block size");
+LM_BLOCK_ASSERT(sizeof(struct lm_block_q8_K) == 292, "q8_K block size");
+LM_BLOCK_ASSERT(sizeof(struct lm_block_iq2_xxs) == 66, "iq2_xxs block size");
+LM_BLOCK_ASSERT(sizeof(struct lm_block_iq2_xs) == 74, "iq2_xs block size");
 
 /* The same facts expressed with the type-table formulas of core/type.c, so a
  * change to either side fails the build. */
-_Static_assert(sizeof(struct lm_block_q4_0) == 2 + LM_QK / 2, "q4_0 vs type table");
-_Static_assert(sizeof(struct lm_block_q4_1) == 4 + LM_QK / 2, "q4_1 vs type table");
-_Static_assert(sizeof(struct lm_block_q5_0) == 2 + 4 + LM_QK / 2, "q5_0 vs type table");
-_Static_assert(sizeof(struct lm_block_q5_1) == 4 + 4 + LM_QK / 2, "q5_1 vs type table");
-_Static_assert(sizeof(struct lm_block_q8_0) == 2 + LM_QK, "q8_0 vs type table");
-_Static_assert(sizeof(struct lm_block_q8_1) == 4 + LM_QK, "q8_1 vs type table");
-_Static_assert(sizeof(struct lm_block_q2_K) == LM_QK_K / 16 + LM_QK_K / 4 + 4, "q2_K vs type table");
-_Static_assert(sizeof(struct lm_block_q3_K) == LM_QK_K / 8 + LM_QK_K / 4 + 12 + 2, "q3_K vs type table");
-_Static_assert(sizeof(struct lm_block_q4_K) == 4 + 12 + LM_QK_K / 2, "q4_K vs type table");
-_Static_assert(sizeof(struct lm_block_q5_K) == 4 + 12 + LM_QK_K / 8 + LM_QK_K / 2, "q5_K vs type table");
-_Static_assert(sizeof(struct lm_block_q6_K) == LM_QK_K / 2 + LM_QK_K / 4 + LM_QK_K / 16 + 2, "q6_K vs type table");
-_Static_assert(sizeof(struct lm_block_q8_K) == 4 + LM_QK_K + LM_QK_K / 16 * 2, "q8_K vs type table");
-_Static_assert(sizeof(struct lm_block_iq2_xxs) == 2 + LM_QK_K / 8 * 2, "iq2_xxs vs type table");
-_Static_assert(sizeof(struct lm_block_iq2_xs) == 2 + LM_QK_K / 8 * 2 + LM_QK_K / 32, "iq2_xs vs type table");
+LM_BLOCK_ASSERT(sizeof(struct lm_block_q4_0) == 2 + LM_QK / 2, "q4_0 vs type table");
+LM_BLOCK_ASSERT(sizeof(struct lm_block_q4_1) == 4 + LM_QK / 2, "q4_1 vs type table");
+LM_BLOCK_ASSERT(sizeof(struct lm_block_q5_0) == 2 + 4 + LM_QK / 2, "q5_0 vs type table");
+LM_BLOCK_ASSERT(sizeof(struct lm_block_q5_1) == 4 + 4 + LM_QK / 2, "q5_1 vs type table");
+LM_BLOCK_ASSERT(sizeof(struct lm_block_q8_0) == 2 + LM_QK, "q8_0 vs type table");
+LM_BLOCK_ASSERT(sizeof(struct lm_block_q8_1) == 4 + LM_QK, "q8_1 vs type table");
+LM_BLOCK_ASSERT(sizeof(struct lm_block_q2_K) == LM_QK_K / 16 + LM_QK_K / 4 + 4, "q2_K vs type table");
+LM_BLOCK_ASSERT(sizeof(struct lm_block_q3_K) == LM_QK_K / 8 + LM_QK_K / 4 + 12 + 2, "q3_K vs type table");
+LM_BLOCK_ASSERT(sizeof(struct lm_block_q4_K) == 4 + 12 + LM_QK_K / 2, "q4_K vs type table");
+LM_BLOCK_ASSERT(sizeof(struct lm_block_q5_K) == 4 + 12 + LM_QK_K / 8 + LM_QK_K / 2, "q5_K vs type table");
+LM_BLOCK_ASSERT(sizeof(struct lm_block_q6_K) == LM_QK_K / 2 + LM_QK_K / 4 + LM_QK_K / 16 + 2, "q6_K vs type table");
+LM_BLOCK_ASSERT(sizeof(struct lm_block_q8_K) == 4 + LM_QK_K + LM_QK_K / 16 * 2, "q8_K vs type table");
+LM_BLOCK_ASSERT(sizeof(struct lm_block_iq2_xxs) == 2 + LM_QK_K / 8 * 2, "iq2_xxs vs type table");
+LM_BLOCK_ASSERT(sizeof(struct lm_block_iq2_xs) == 2 + LM_QK_K / 8 * 2 + LM_QK_K / 32, "iq2_xs vs type table");
 
 /* The 6-bit scale and min of sub-block j (0..7) of a Q4_K / Q5_K block:
  * j < 4: low 6 bits of bytes j and j+4; j >= 4: a nibble of byte j+4 plus the
  * top two bits of bytes j-4 (scale) and j (min). */
-static inline void lm_quant_scale_min_k4(int j, const uint8_t *q, uint8_t *sc, uint8_t *m)
+static inline LM_HOSTDEV void lm_quant_scale_min_k4(int j, const uint8_t *q, uint8_t *sc, uint8_t *m)
 {
     if (j < 4) {
         *sc = q[j] & 63;

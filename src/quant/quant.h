@@ -14,6 +14,10 @@
 
 #include "core/type.h"
 
+#ifdef __cplusplus
+extern "C" { /* the CUDA backend (C++) calls these */
+#endif
+
 /* y[0..n) = the values of the n elements (n a multiple of the block size) at x. */
 typedef void (*lm_to_float_fn)(const void *x, float *y, int64_t n);
 /* Encode n floats (n a multiple of the block size) into blocks at y. */
@@ -58,5 +62,9 @@ bool lm_quantize_requires_imatrix(enum lm_type t);
  * warning logged) on NaN/Inf, an unknown type or nbytes not a multiple of the
  * block size. Thread-safe. */
 bool lm_validate_row_data(enum lm_type t, const void *data, size_t nbytes);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

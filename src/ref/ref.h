@@ -10,6 +10,10 @@
 
 #include "backend/backend.h"
 
+#ifdef __cplusplus
+extern "C" { /* the CUDA backend (C++) calls these */
+#endif
+
 /* A new ref backend in *out (free with lm_backend_free). LM_ERR_INVALID_ARG
  * for a NULL out, LM_ERR_NOMEM. Backends share nothing: one per thread is safe.
  * It computes every op of enum lm_op on every type with a float conversion
@@ -24,5 +28,9 @@ bool lm_backend_is_ref(lm_backend_t be);
 /* The ref buffer type "ref": 64-byte aligned host memory (is_host true), a
  * buffer type object distinct from lm_host_buft(). Static; never NULL. */
 lm_buft lm_ref_buft(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

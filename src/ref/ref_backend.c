@@ -163,15 +163,6 @@ static lm_buft be_default_buft(lm_backend_t be) { return lm_ref_buft(); }
 static bool be_supports_op(lm_backend_t be, const struct lm_tensor *op) { return lm_ref_supports(op); }
 static bool be_supports_buft(lm_backend_t be, lm_buft buft) { return buft == lm_ref_buft(); }
 
-/* True if every source of t that holds elements has data. */
-static bool sources_ready(const struct lm_tensor *t)
-{
-    for (int i = 0; i < LM_MAX_SRC; i++)
-        if (t->src[i] && lm_nelements(t->src[i]) > 0 && !t->src[i]->data)
-            return false;
-    return true;
-}
-
 static lm_status be_graph_compute(lm_backend_t be, struct lm_graph *g)
 {
     if (!g)
@@ -184,7 +175,7 @@ static lm_status be_graph_compute(lm_backend_t be, struct lm_graph *g)
             LM_LOG_ERR("ref: node '%s' (%s) is not supported\n", t->name, lm_op_name(t->op));
             return LM_ERR_UNSUPPORTED;
         }
-        if (!t->data || !sources_ready(t)) {
+        if (!t->data || !lm_sources_have_data(t)) {
             LM_LOG_ERR("ref: node '%s' (%s) or one of its sources has no data\n", t->name, lm_op_name(t->op));
             return LM_ERR_INVALID_ARG;
         }

@@ -36,6 +36,9 @@
 #include <string.h>
 
 #include "cpu/cpu.h"
+#ifdef LM_OPS_CUDA
+#include "cuda/cuda.h"
+#endif
 #include "lm_test.h"
 #include "quant/quant.h"
 #include "ref/ref.h"
@@ -200,7 +203,10 @@ static bool compute(struct runner *R, lm_backend_t be, struct lm_graph *g, const
             return false;
         }
     }
-    lm_status st = lm_backend_graph_compute(be, g);
+    /* ref holds its tensors in a buffer type of its own: computing it as a
+     * device (copies in, results back) checks that path on every machine */
+    lm_status st = lm_backend_is_ref(be) || !lm_buft_is_host(lm_backend_default_buft(be)) ? ut_compute_device(be, g)
+                                                                                          : lm_backend_graph_compute(be, g);
     if (st) {
         fail_msg(R, "%s: %s graph_compute: %s", desc, lm_backend_name(be), lm_status_str(st));
         return false;
@@ -593,7 +599,10 @@ static void attn_case(struct runner *R, struct ut_spec *s)
     if (s->sub == 5)
         return; /* an all -inf row: the unfused softmax gives NaN, ATTN zeros */
     run_pair(R, s, 2, R->ref, 0, B_ATTN_REF);
-#ifndef LM_OPS_REF_ONLY
+#if defined(LM_OPS_CUDA)
+    /* the unfused graph's products run through cuBLAS: as ref's bound */
+    run_pair(R, s, 1, R->other[0], R->isa[0], B_ATTN_REF);
+#elif !defined(LM_OPS_REF_ONLY)
     for (int k = 0; k < R->n_other; k++)
         run_pair(R, s, 1, R->other[k], R->isa[k], B_ATTN_CPU);
 #endif
@@ -878,7 +887,23 @@ int main(void)
     struct lm_ctx_params p = {.mem_size = ARENA_SIZE, .no_alloc = false};
     CHECK(lm_ctx_new(&p, &R.ctx) == LM_OK);
     CHECK(lm_ref_backend_new(&R.ref) == LM_OK);
-    for (int i = 0; i < N_CPU; i++) {
+#ifdef LM_OPS_CUDA
+    if (lm_cuda_device_count() == 0) {
+        printf("SKIP: no CUDA device (CUDA backend built; the test runs where a GPU is present)\n");
+        lm_backend_free(R.ref);
+        lm_ctx_free(R.ctx);
+        return 77;
+    }
+    char dev[160];
+    lm_cuda_device_desc(0, dev, sizeof dev);
+    printf("cuda0: %s\n", dev);
+    CHECK(lm_cuda_backend_reg(0)->init(&R.other[0]) == LM_OK);
+    R.isa[0] = (int)lm_cpu_isa_best();
+    R.n_other = 1;
+#else
+    R.n_other = N_CPU;
+#endif
+    for (int i = 0; i < N_CPU && R.n_other == N_CPU; i++) {
 #ifdef LM_OPS_REF_ONLY
         CHECK(lm_ref_backend_new(&R.other[i]) == LM_OK);
 #else
@@ -888,7 +913,6 @@ int main(void)
         R.isa[i] = i == 0 ? best : i == 1 ? LM_ISA_GENERIC : (best > 0 ? best - 1 : best);
 #endif
     }
-    R.n_other = N_CPU;
     R.verbose = getenv("LM_OPS_VERBOSE") != NULL;
     const char *seed = getenv("LM_OPS_SEED");
     ut_rng_seed(&R.master, seed ? strtoull(seed, NULL, 0) : 0x1a31a0f5eedull);
@@ -904,9 +928,15 @@ int main(void)
         gen_rope(&R);
         gen_argsort(&R);
         gen_attn(&R);
+#ifndef LM_OPS_CUDA
         gen_train(&R);
+#else
+        (void)gen_train; /* training ops run on the CPU (the CUDA backend refuses them) */
+#endif
     }
-#ifndef LM_OPS_REF_ONLY
+#if defined(LM_OPS_CUDA)
+    printf("%d cases compared: ref vs cuda0\n", R.n_cases);
+#elif !defined(LM_OPS_REF_ONLY)
     lm_cpu_isa_limit(lm_cpu_isa_best());
     printf("%d cases compared: ref vs cpu with 1 thread (%s kernels), 2 (%s), 3 (%s)\n", R.n_cases,
            lm_cpu_isa_name((enum lm_cpu_isa)R.isa[0]), lm_cpu_isa_name((enum lm_cpu_isa)R.isa[1]),
@@ -917,7 +947,11 @@ int main(void)
     printf("ATTN fused vs unfused: %d comparisons, %d bit-identical; worst nmse cpu vs today's graph %.3g, "
            "ref vs rounded graph %.3g\n", R.n_pairs, R.n_pairs_identical, R.pair_worst[0], R.pair_worst[1]);
     int missing = ut_cov_print(R.cov);
+#ifdef LM_OPS_CUDA
+    printf("(%d ops not run on CUDA: the training ops, which the CPU computes)\n", missing);
+#else
     CHECKF(missing == 0, "%d ops of enum lm_op were never tested", missing);
+#endif
     if (R.n_msgs > MAX_MSGS)
         fprintf(stderr, "(%d more failure messages not shown)\n", R.n_msgs - MAX_MSGS);
     for (int i = 0; i < N_CPU; i++)

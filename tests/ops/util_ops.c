@@ -7,7 +7,97 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "quant/quant.h"
+
+/* ---- computing on a device ---- */
+
+#define DEV_MAX 512
+
+struct dev_map {
+    struct lm_tensor *t[DEV_MAX];
+    void *host[DEV_MAX];
+    size_t offs[DEV_MAX];
+    int n;
+};
+
+static void dev_add(struct dev_map *m, struct lm_tensor *t)
+{
+    for (int i = 0; i < m->n; i++)
+        if (m->t[i] == t)
+            return;
+    if (m->n < DEV_MAX) {
+        m->t[m->n] = t;
+        m->host[m->n] = t->data;
+        m->n++;
+    }
+}
+
+lm_status ut_compute_device(lm_backend_t be, struct lm_graph *g)
+{
+    struct dev_map *m = calloc(1, sizeof *m);
+    if (!m)
+        return LM_ERR_NOMEM;
+    for (int i = 0; i < g->n_leafs + g->n_nodes; i++) {
+        struct lm_tensor *t = i < g->n_leafs ? g->leafs[i] : g->nodes[i - g->n_leafs];
+        dev_add(m, (struct lm_tensor *)lm_view_root(t));
+        dev_add(m, t);
+        for (int k = 0; k < LM_MAX_SRC; k++)
+            if (t->src[k]) {
+                dev_add(m, (struct lm_tensor *)lm_view_root(t->src[k]));
+                dev_add(m, t->src[k]);
+            }
+    }
+    lm_status st = m->n < DEV_MAX ? LM_OK : LM_ERR_FULL;
+    lm_buft buft = lm_backend_default_buft(be);
+    const size_t align = lm_buft_alignment(buft);
+    size_t total = 0;
+    for (int i = 0; i < m->n; i++)
+        if (!m->t[i]->view_src && m->host[i]) {
+            m->offs[i] = total;
+            total += (lm_nbytes(m->t[i]) + align - 1) / align * align;
+        }
+    struct lm_buffer *buf = NULL;
+    if (!st)
+        st = lm_buft_alloc_buffer(buft, total, &buf);
+    /* roots first (their copies), then views relative to their root */
+    for (int pass = 0; pass < 2 && !st; pass++)
+        for (int i = 0; i < m->n; i++) {
+            struct lm_tensor *t = m->t[i];
+            if (!m->host[i] || (pass == 0) != (t->view_src == NULL))
+                continue;
+            if (pass == 0) {
+                t->data = (char *)lm_buffer_base(buf) + m->offs[i];
+                t->buffer = buf;
+                if (!st)
+                    st = lm_tensor_set(t, m->host[i], 0, lm_nbytes(t));
+                continue;
+            }
+            const struct lm_tensor *root = lm_view_root(t);
+            for (int j = 0; j < m->n; j++)
+                if (m->t[j] == root) {
+                    t->data = (char *)root->data + ((char *)m->host[i] - (char *)m->host[j]);
+                    t->buffer = buf;
+                }
+        }
+    if (!st)
+        st = lm_backend_graph_compute(be, g);
+    for (int i = 0; i < m->n; i++) {
+        struct lm_tensor *t = m->t[i];
+        if (!m->host[i] || t->buffer != buf)
+            continue;
+        if (!st && !t->view_src)
+            st = lm_tensor_get(t, m->host[i], 0, lm_nbytes(t));
+    }
+    for (int i = 0; i < m->n; i++)
+        if (m->host[i] && m->t[i]->buffer == buf) {
+            m->t[i]->data = m->host[i];
+            m->t[i]->buffer = NULL;
+        }
+    lm_buffer_free(buf);
+    free(m);
+    return st;
+}
 
 /* ---- PRNG ---- */
 

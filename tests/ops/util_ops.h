@@ -110,6 +110,14 @@ void ut_describe(const struct ut_spec *sp, char *buf, size_t size);
  * (lm_nelements(t) values): quantized rows decoded, I32 converted. */
 void ut_read(const struct lm_tensor *t, float *out);
 
+/* Compute g (built in an arena with data) on a backend whose memory is not
+ * host memory (a GPU): every tensor of g that owns memory gets a copy in one
+ * buffer of be's default type, views are pointed into those copies, the
+ * graph runs, and every copy comes back into the tensor's host memory (so
+ * ut_read works as after a host compute). The tensors' host pointers are
+ * restored. LM_OK or the first failure. */
+lm_status ut_compute_device(lm_backend_t be, struct lm_graph *g);
+
 /* sum((x - y)^2) / max(sum(y^2), floor) over the finite y (y is the
  * reference). An infinite y must be matched exactly; a NaN in either gives
  * +inf. When the denominator is 0, the plain sum of squared differences.

@@ -78,7 +78,7 @@ static void bench_usage(FILE *f)
                "                         test's time, threads busy %%; and the time outside the graph\n"
                "                         executor (to stdout for md, to stderr for csv and json)\n"
                "  -ngl, -sm, -mg, -ts, -nkvo  device placement, as for lamina run (one value each;\n"
-               "                         this build is CPU only: every layer stays on the CPU)\n"
+               "                         without a GPU every layer stays on the CPU)\n"
                "  -h, --help             this text\n",
             MAX_PARALLEL);
 }

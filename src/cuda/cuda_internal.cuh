@@ -1,0 +1,101 @@
+/* cuda_internal.cuh - shared by the files of src/cuda/ only: the backend's
+ * per-device state, device scratch memory, launch checks, shapes passed to
+ * kernels by value, and the op functions graph_compute dispatches to.
+ *
+ * Every op function computes one node `dst` from dst->src[] on the backend's
+ * stream, as the ref backend's op of the same name does (docs/ops.md; the
+ * semantics are those of ref/ops_*.c), and returns without synchronizing.
+ * tensor->data of the node and of its sources are device pointers of the
+ * backend's device (views already point into their root's memory); strides
+ * nb[] are bytes and may describe any layout the op rules allow. An op reads
+ * nothing from device memory on the host. It returns LM_OK, LM_ERR_NOMEM when
+ * scratch memory cannot be had, or LM_ERR_DEVICE when a launch failed (the
+ * CUDA error is logged). The caller (graph_compute) has checked the node with
+ * lm_op_check and the op's lm_cu_supports_* function.
+ *
+ * Thread-safety: one graph at a time per backend (its stream and scratch).
+ */
+#ifndef LM_CUDA_INTERNAL_CUH
+#define LM_CUDA_INTERNAL_CUH
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "core/status.h"
+#include "core/tensor.h"
+
+#define LM_CU_N_SCRATCH 4
+
+extern "C" { /* C names: liblamina's symbols carry the lm_ prefix unmangled */
+
+/* One backend: a device, its stream, a cuBLAS handle on that stream and
+ * grow-only scratch blocks (slot i is one block; an op may use several
+ * slots at once, and nothing in a slot survives the op). */
+struct lm_cu_ctx {
+    int device;
+    cudaStream_t stream;
+    cublasHandle_t cublas;
+    void *scratch[LM_CU_N_SCRATCH];
+    size_t scratch_size[LM_CU_N_SCRATCH];
+};
+
+/* Device memory of at least `bytes` in scratch slot `slot` (0..LM_CU_N_SCRATCH-1),
+ * valid until the op returns. Growing synchronizes the stream before freeing
+ * the old block. NULL (logged) when the device is out of memory. */
+void *lm_cu_scratch(struct lm_cu_ctx *c, int slot, size_t bytes);
+
+/* LM_OK when the last launch succeeded, else LM_ERR_DEVICE with the CUDA
+ * error logged under `what`. Call after each op's launches. */
+lm_status lm_cu_launch_status(const char *what);
+/* The same for a cuBLAS call's result. */
+lm_status lm_cu_cublas_status(cublasStatus_t st, const char *what);
+
+/* A tensor's shape and byte strides, passed to kernels by value. */
+struct lm_cu_shape {
+    int64_t ne[4];
+    int64_t nb[4];
+};
+
+static inline struct lm_cu_shape lm_cu_shape_of(const struct lm_tensor *t)
+{
+    struct lm_cu_shape s;
+    for (int i = 0; i < 4; i++) {
+        s.ne[i] = t->ne[i];
+        s.nb[i] = (int64_t)t->nb[i];
+    }
+    return s;
+}
+
+/* Blocks of `threads` for n work items (at least one block). */
+static inline unsigned lm_cu_blocks(int64_t n, int threads)
+{
+    int64_t b = (n + threads - 1) / threads;
+    return (unsigned)(b > 0 ? b : 1);
+}
+
+/* ---- op functions (one file each family) ----
+ * lm_cu_supports_*: the kernel limits of that family for a node that passed
+ * lm_op_check (types the kernels have, layouts they read). */
+
+/* ops_elementwise.cu: ADD MUL DIV SCALE SQR SQRT CLAMP UNARY SUM_ROWS NORM
+ * RMS_NORM REPEAT CONCAT DIAG_MASK_INF SOFT_MAX ROPE ARGSORT */
+bool lm_cu_supports_elementwise(const struct lm_tensor *t);
+lm_status lm_cu_op_elementwise(struct lm_cu_ctx *c, struct lm_tensor *dst);
+
+/* ops_copy.cu: CPY CONT (conversions between F32 F16 BF16 and into the
+ * legacy quant types, same-type copies of any type) */
+bool lm_cu_supports_copy(const struct lm_tensor *t);
+lm_status lm_cu_op_copy(struct lm_cu_ctx *c, struct lm_tensor *dst);
+
+/* ops_matmul.cu: MUL_MAT MUL_MAT_ID GET_ROWS */
+bool lm_cu_supports_matmul(const struct lm_tensor *t);
+lm_status lm_cu_op_matmul(struct lm_cu_ctx *c, struct lm_tensor *dst);
+
+/* ops_attn.cu: ATTN */
+bool lm_cu_supports_attn(const struct lm_tensor *t);
+lm_status lm_cu_op_attn(struct lm_cu_ctx *c, struct lm_tensor *dst);
+
+} /* extern "C" */
+
+#endif

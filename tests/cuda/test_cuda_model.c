@@ -1,0 +1,237 @@
+/* test_cuda_model.c - whole models with layers on the GPU (cuda0) against
+ * their reference logits and against the CPU. Skipped (exit 77) where no
+ * GPU is visible.
+ *
+ * For stories260K and every fixture of shared/fixtures/arch (README there:
+ * 12 token ids and llama.cpp's logits for them in one batch), with
+ * n_gpu_layers 99 (every layer and the output on the GPU), 1 (a split: the
+ * last layer on the GPU, the rest and the output on the CPU) and 0:
+ *   1. one batch of the 12 ids: every logit within the fixture bound
+ *      max|got - ref| <= 2e-3 * max(1, max|ref|) (stories260K: against the
+ *      CPU's logits, same bound);
+ *   2. (99 only) the ids one token at a time (the decode kernels, attention
+ *      over the cache): within the same bound of the batch;
+ *   3. (99 only) two sequences in one batch (ids and ids reversed) give each
+ *      sequence's own logits; the state saved after 6 tokens and restored in
+ *      a fresh context decodes the next 6 as the first context does.
+ * Then device memory exhaustion: a buffer of 2^50 bytes and a context of
+ * 2^24 cells must fail with an error (NULL context), never crash.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "cuda/cuda.h"
+#include "util_api.h"
+
+#define N_IDS 12
+
+static const char *const fixtures[] = {
+    "llama", "llama-moe", "llama-f16", "falcon", "falcon-norm2", "baichuan", "baichuan-13b", "gpt2", "starcoder",
+    "mpt", "bloom", "stablelm", "qwen", "phi2", "phi2-sepqkv", "persimmon", "refact", "plamo", "qwen2", "gemma",
+    "phi3",
+};
+
+static struct llama_model *load(const char *rel, int n_gpu_layers)
+{
+    struct llama_model_params mp = llama_model_default_params();
+    mp.n_gpu_layers = n_gpu_layers;
+    return llama_load_model_from_file(lm_test_shared(rel), mp);
+}
+
+static bool read_ids(const char *name, llama_token *ids)
+{
+    char rel[128];
+    snprintf(rel, sizeof rel, "fixtures/arch/%s.ids.txt", name);
+    FILE *f = fopen(lm_test_shared(rel), "r");
+    int n = 0;
+    while (f && n < N_IDS && fscanf(f, "%d", &ids[n]) == 1)
+        n++;
+    if (f)
+        fclose(f);
+    return n == N_IDS;
+}
+
+/* ids[0..n) at positions pos0.. of sequence seq in batches of `step` tokens
+ * on ctx; every position's logits into out [n * n_vocab]. */
+static bool decode(struct llama_context *ctx, const llama_token *ids, int n, int pos0, int step, float *out)
+{
+    const int n_vocab = llama_n_vocab(llama_get_model(ctx));
+    bool ok = true;
+    for (int s = 0; s < n && ok; s += step) {
+        const int k = n - s < step ? n - s : step;
+        struct llama_batch b = llama_batch_init(k, 0, 1);
+        for (int i = 0; i < k; i++) {
+            b.token[i] = ids[s + i];
+            b.pos[i] = pos0 + s + i;
+            b.n_seq_id[i] = 1;
+            b.seq_id[i][0] = 0;
+            b.logits[i] = 1;
+        }
+        b.n_tokens = k;
+        ok = llama_decode(ctx, b) == 0;
+        for (int i = 0; i < k && ok; i++)
+            memcpy(out + (size_t)(s + i) * n_vocab, llama_get_logits_ith(ctx, i), (size_t)n_vocab * sizeof(float));
+        llama_batch_free(b);
+    }
+    return ok;
+}
+
+/* Two sequences in one batch: ids on seq 0, ids reversed on seq 1; the
+ * logits of each sequence's last token against `a_last` and `b_last`. */
+static double two_sequences(struct llama_model *m, const llama_token *ids, const float *a_last, const float *b_last)
+{
+    const int n_vocab = llama_n_vocab(m);
+    struct llama_context *ctx = api_ctx(m, 64, 64, false);
+    struct llama_batch b = llama_batch_init(2 * N_IDS, 0, 1);
+    for (int i = 0; i < 2 * N_IDS; i++) {
+        const int s = i % 2, p = i / 2;
+        b.token[i] = s ? ids[N_IDS - 1 - p] : ids[p];
+        b.pos[i] = p;
+        b.n_seq_id[i] = 1;
+        b.seq_id[i][0] = s;
+        b.logits[i] = p == N_IDS - 1;
+    }
+    b.n_tokens = 2 * N_IDS;
+    double d = INFINITY;
+    if (ctx && llama_decode(ctx, b) == 0)
+        d = fmax(api_max_diff(llama_get_logits_ith(ctx, 2 * N_IDS - 2), a_last, (size_t)n_vocab),
+                 api_max_diff(llama_get_logits_ith(ctx, 2 * N_IDS - 1), b_last, (size_t)n_vocab));
+    llama_batch_free(b);
+    llama_free(ctx);
+    return d;
+}
+
+/* The state after ids[0..6) restored into a fresh context: the next 6
+ * logits against the first context's. */
+static double state_roundtrip(struct llama_model *m, const llama_token *ids)
+{
+    const int n_vocab = llama_n_vocab(m);
+    struct llama_context *a = api_ctx(m, 64, 64, true), *b = api_ctx(m, 64, 64, true);
+    float *la = malloc((size_t)6 * n_vocab * sizeof(float)), *lb = malloc((size_t)6 * n_vocab * sizeof(float));
+    uint8_t *st = a ? malloc(llama_get_state_size(a)) : NULL;
+    double d = INFINITY;
+    if (a && b && la && lb && st && decode(a, ids, 6, 0, 6, la)) {
+        size_t n = llama_copy_state_data(a, st);
+        if (llama_set_state_data(b, st) == n && decode(a, ids + 6, 6, 6, 6, la) && decode(b, ids + 6, 6, 6, 6, lb))
+            d = api_max_diff(la, lb, (size_t)6 * n_vocab);
+    }
+    free(st);
+    free(la);
+    free(lb);
+    llama_free(a);
+    llama_free(b);
+    return d;
+}
+
+/* One model file at n_gpu_layers 0, 1 and 99 against ref (NULL: against its
+ * own CPU logits). */
+static void test_model(const char *label, const char *rel, const llama_token *ids, const float *ref_in)
+{
+    static const int ngls[] = {0, 1, 99};
+    float *cpu = NULL;
+    for (int k = 0; k < 3; k++) {
+        struct llama_model *m = load(rel, ngls[k]);
+        CHECKF(m != NULL, "%s: load with n_gpu_layers %d", label, ngls[k]);
+        if (!m)
+            return;
+        const int n_vocab = llama_n_vocab(m);
+        const size_t n = (size_t)N_IDS * n_vocab;
+        float *one = malloc(n * sizeof(float)), *step = malloc(n * sizeof(float));
+        struct llama_context *ctx = api_ctx(m, 64, 64, true);
+        bool ok = one && step && ctx && decode(ctx, ids, N_IDS, 0, N_IDS, one);
+        llama_free(ctx);
+        CHECKF(ok, "%s: decode with n_gpu_layers %d", label, ngls[k]);
+        if (ok && k == 0)
+            cpu = memcpy(malloc(n * sizeof(float)), one, n * sizeof(float));
+        const float *ref = ref_in ? ref_in : cpu;
+        double max_ref = 1.0;
+        for (size_t i = 0; ref && i < n; i++)
+            max_ref = fmax(max_ref, fabs(ref[i]));
+        const double bound = 2e-3 * max_ref;
+        double d = ok && ref ? api_max_diff(one, ref, n) : INFINITY;
+        CHECKF(d <= bound, "%s (n_gpu_layers %d): max|diff| %.3g > %.3g", label, ngls[k], d, bound);
+        double d_step = 0, d_seq = 0, d_state = 0;
+        if (ok && ngls[k] == 99) {
+            ctx = api_ctx(m, 64, 64, true);
+            d_step = ctx && decode(ctx, ids, N_IDS, 0, 1, step) ? api_max_diff(step, one, n) : INFINITY;
+            llama_free(ctx);
+            CHECKF(d_step <= bound, "%s: one token at a time vs one batch %.3g > %.3g", label, d_step, bound);
+            /* the reversed ids' last logits come from a run of their own */
+            llama_token rev[N_IDS];
+            for (int i = 0; i < N_IDS; i++)
+                rev[i] = ids[N_IDS - 1 - i];
+            ctx = api_ctx(m, 64, 64, true);
+            bool okr = ctx && decode(ctx, rev, N_IDS, 0, N_IDS, step);
+            llama_free(ctx);
+            d_seq = okr ? two_sequences(m, ids, one + (size_t)(N_IDS - 1) * n_vocab,
+                                        step + (size_t)(N_IDS - 1) * n_vocab)
+                        : INFINITY;
+            CHECKF(d_seq <= bound, "%s: two sequences in one batch %.3g > %.3g", label, d_seq, bound);
+            d_state = state_roundtrip(m, ids);
+            CHECKF(d_state <= 1e-5 * max_ref, "%s: state restored on the GPU %.3g", label, d_state);
+        }
+        printf("%-13s ngl %2d: max|diff| %.2e (bound %.2e)", label, ngls[k], d, bound);
+        if (ngls[k] == 99)
+            printf("; one at a time %.1e, two sequences %.1e, state %.1e", d_step, d_seq, d_state);
+        printf("\n");
+        free(one);
+        free(step);
+        llama_free_model(m);
+    }
+    free(cpu);
+}
+
+static void test_fixture(const char *name)
+{
+    char rel[128], lrel[128];
+    llama_token ids[N_IDS];
+    snprintf(rel, sizeof rel, "fixtures/arch/%s.gguf", name);
+    snprintf(lrel, sizeof lrel, "fixtures/arch/%s.logits.f32", name);
+    size_t n_ref = 0;
+    float *ref = lm_test_read_file(lm_test_shared(lrel), &n_ref);
+    CHECKF(ref && read_ids(name, ids), "%s: fixture files", name);
+    if (ref && read_ids(name, ids))
+        test_model(name, rel, ids, ref);
+    free(ref);
+}
+
+static void test_out_of_memory(void)
+{
+    struct lm_buffer *buf = NULL;
+    lm_status st = lm_buft_alloc_buffer(lm_cuda_buft(0), (size_t)1 << 50, &buf);
+    CHECKF(st == LM_ERR_NOMEM && buf == NULL, "a 2^50-byte device buffer: status %d", (int)st);
+    struct llama_model *m = load("fixtures/arch/llama.gguf", 99);
+    CHECK(m != NULL);
+    if (!m)
+        return;
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = 1u << 24;
+    cp.type_k = cp.type_v = 0; /* F32 cache: the largest */
+    struct llama_context *ctx = llama_new_context_with_model(m, cp);
+    /* either it fits this device or it is refused; both without a crash */
+    printf("context of 2^24 cells on the GPU: %s\n", ctx ? "fits" : "refused (out of device memory)");
+    llama_free(ctx);
+    llama_free_model(m);
+}
+
+int main(void)
+{
+    api_test_init();
+    if (lm_cuda_device_count() == 0) {
+        printf("SKIP: no CUDA device (CUDA backend built; the test runs where a GPU is present)\n");
+        return 77;
+    }
+    char dev[160];
+    lm_cuda_device_desc(0, dev, sizeof dev);
+    printf("cuda0: %s\n%s\n", dev, llama_print_system_info());
+    /* stories260K against its own CPU logits */
+    const llama_token story[N_IDS] = {1, 403, 407, 261, 378, 429, 267, 270, 431, 264, 342, 259};
+    test_model("stories260K", "models/stories260K.gguf", story, NULL);
+    for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++)
+        test_fixture(fixtures[i]);
+    test_out_of_memory();
+    return lm_test_summary();
+}
