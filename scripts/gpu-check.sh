@@ -15,10 +15,19 @@
 # .gpu-shared in the checkout (a device machine gets only the checkout: copy
 # models/stories260K.gguf, models/ggml-vocab/ggml-vocab-llama-spm.gguf and
 # fixtures/arch/ there, keeping the folders, and name it in the run's carry;
-# .gpu-shared is git-ignored). GPU_CHECK_SKIP_BENCH=1 skips step 3,
-# GPU_CHECK_SKIP_7B=1 only the 7B shape.
+# .gpu-shared is git-ignored; `scripts/gpu-check.sh --stage` does that copy
+# from ../shared, here, before the device run). GPU_CHECK_SKIP_BENCH=1 skips
+# step 3, GPU_CHECK_SKIP_7B=1 only the 7B shape.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = --stage ]; then
+    src=${LM_SHARED_DIR:-../shared}
+    for f in models/stories260K.gguf models/ggml-vocab/ggml-vocab-llama-spm.gguf fixtures/arch; do
+        mkdir -p ".gpu-shared/$(dirname $f)" && cp -r "$src/$f" ".gpu-shared/$(dirname $f)/" || exit 1
+    done
+    du -sh .gpu-shared
+    exit 0
+fi
 out=${1:-${OUT:-/tmp/gpu-check}}
 mkdir -p "$out"
 log=$out/gpu-check.log

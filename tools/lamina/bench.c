@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/backend.h"
 #include "cli.h"
 #include "core/profile.h"
 #include "llama.h"
@@ -390,9 +391,20 @@ static void test_name(const struct result *r, char *test, size_t size)
         snprintf(test + len, size - (size_t)len, " @ d%lld", r->depth);
 }
 
+/* "CUDA" when -ngl puts layers on a registered GPU backend, else "CPU"
+ * (llama-bench's backend column). */
+static const char *backend_label(const struct bench_opts *o)
+{
+    int n_gpu = 0;
+    for (int i = 0; i < lm_backend_reg_count(); i++)
+        n_gpu += lm_backend_reg_get(i)->kind == LM_DEV_GPU;
+    return n_gpu > 0 && o->place.n_gpu_layers > 0 ? "CUDA" : "CPU";
+}
+
 static void print_results(const struct bench_opts *o, const struct result *res, int n)
 {
     bool md = !strcmp(o->output, "md"), csv = !strcmp(o->output, "csv");
+    const char *backend = backend_label(o);
     if (md) {
         printf("| %-30s | %10s | %10s | %-7s | %7s | %18s | %20s |\n", "model", "size", "params", "backend", "threads",
                "test", "t/s");
@@ -417,17 +429,17 @@ static void print_results(const struct bench_opts *o, const struct result *res, 
                 snprintf(params, sizeof params, "%.2f M", (double)r->params / 1e6);
             if (r->size >= 1024ull * 1024 * 1024)
                 snprintf(size, sizeof size, "%.2f GiB", (double)r->size / (1024.0 * 1024 * 1024));
-            printf("| %-30s | %10s | %10s | %-7s | %7lld | %18s | %11.2f ± %6.2f |\n", r->desc, size, params, "CPU",
+            printf("| %-30s | %10s | %10s | %-7s | %7lld | %18s | %11.2f ± %6.2f |\n", r->desc, size, params, backend,
                    r->threads, test, r->mean, r->sd);
         } else if (csv) {
-            printf("\"%s\",\"%s\",%llu,%llu,CPU,%lld,%lld,%lld,%lld,%lld,%.6f,%.6f\n", r->model, r->desc,
-                   (unsigned long long)r->size, (unsigned long long)r->params, r->threads, r->is_pp ? r->n : 0,
+            printf("\"%s\",\"%s\",%llu,%llu,%s,%lld,%lld,%lld,%lld,%lld,%.6f,%.6f\n", r->model, r->desc,
+                   (unsigned long long)r->size, (unsigned long long)r->params, backend, r->threads, r->is_pp ? r->n : 0,
                    r->is_pp ? 0 : r->n, r->depth, r->np, r->mean, r->sd);
         } else {
             printf("  {\"model_filename\": \"%s\", \"model_type\": \"%s\", \"model_size\": %llu, \"model_n_params\": %llu, "
-                   "\"backend\": \"CPU\", \"n_threads\": %lld, \"n_prompt\": %lld, \"n_gen\": %lld, \"n_depth\": %lld, "
+                   "\"backend\": \"%s\", \"n_threads\": %lld, \"n_prompt\": %lld, \"n_gen\": %lld, \"n_depth\": %lld, "
                    "\"n_parallel\": %lld, \"avg_ts\": %.6f, \"stddev_ts\": %.6f}%s\n",
-                   r->model, r->desc, (unsigned long long)r->size, (unsigned long long)r->params, r->threads,
+                   r->model, r->desc, (unsigned long long)r->size, (unsigned long long)r->params, backend, r->threads,
                    r->is_pp ? r->n : 0, r->is_pp ? 0 : r->n, r->depth, r->np, r->mean, r->sd, i + 1 < n ? "," : "");
         }
     }
