@@ -23,12 +23,14 @@
 #define LM_CU_ALIGN 256
 #define LM_CU_PAD 256
 
-/* Log a failed CUDA runtime call; true when it failed. */
+/* Log a failed CUDA runtime call and clear the error (so that the next
+ * launch check does not blame its node for it); true when it failed. */
 static bool failed(cudaError_t e, const char *what)
 {
     if (e == cudaSuccess)
         return false;
     LM_LOG_ERR("cuda: %s: %s\n", what, cudaGetErrorString(e));
+    (void)cudaGetLastError();
     return true;
 }
 
@@ -113,6 +115,7 @@ static bool dbuf_cpy(struct lm_buffer *buf, const struct lm_tensor *src, struct 
         return false;
     const int sdev = ((struct dev_buf *)src->buffer->context)->device;
     const int ddev = ((struct dev_buf *)buf->context)->device;
+    cudaSetDevice(ddev);
     cudaError_t e = sdev == ddev ? cudaMemcpy(dst->data, src->data, lm_nbytes(src), cudaMemcpyDeviceToDevice)
                                  : cudaMemcpyPeer(dst->data, ddev, src->data, sdev, lm_nbytes(src));
     return !failed(e, "device copy");
@@ -472,7 +475,10 @@ static lm_status backend_new(int device, lm_backend_t *out)
     b->be.context = &b->c;
     lm_status st = LM_OK;
     if (failed(cudaSetDevice(device), "cudaSetDevice") ||
-        failed(cudaStreamCreateWithFlags(&b->c.stream, cudaStreamNonBlocking), "cudaStreamCreate"))
+        /* a blocking stream: its kernels wait for the buffers' plain
+         * cudaMemcpy / cudaMemset (legacy default stream), which may still
+         * be in flight when they return (pageable uploads, device copies) */
+        failed(cudaStreamCreate(&b->c.stream), "cudaStreamCreate"))
         st = LM_ERR_DEVICE;
     if (!st)
         st = lm_cu_cublas_status(cublasCreate(&b->c.cublas), "cublasCreate");

@@ -185,6 +185,8 @@ static struct attn_plan attn_plan_of(int64_t n_q, int64_t n_head, int64_t n_kv, 
 {
     struct attn_plan p = {false, 0, 1};
     const int64_t rows = n_q * n_head;
+    if (n_kv == 0) /* no chunks: the prefill kernel writes the zero rows */
+        return p;
     if (n_q > DC_MAX_Q || rows * n_kv * (int64_t)sizeof(double) > DC_MAX_SCORE_BYTES)
         return p;
     const int64_t target = (int64_t)DC_BLOCKS_PER_SM * (n_sm > 0 ? n_sm : 1);

@@ -527,6 +527,8 @@ static void test_plan(void)
                               (kvs[c] + p.chunk / 2 - 1) / (p.chunk / 2) > DC_MAX_CHUNKS,
                           "plan: chunk %lld larger than needed", (long long)p.chunk);
                 }
+    /* an empty cache: no chunks to launch (a grid of 0 blocks is an error) */
+    CHECK(!attn_plan_of(1, 32, 0, 132).decode, "plan: %s", "0 cells must take the prefill kernel");
     const struct attn_plan p = attn_plan_of(1, 32, 4096, 132); /* a decode step: 32 heads, 4096 cells, H100 */
     CHECK(p.decode && p.chunk == 128 && p.n_chunks == 32, "plan: decode 32 heads x 4096 cells: chunk %lld",
           (long long)p.chunk);
