@@ -189,8 +189,13 @@ lm_status lm_ref_op_cross_entropy_loss(struct lm_tensor *dst)
             sum += e[i];
         }
         if (back) {
+            /* the target's p - 1 as minus the others' share: p - 1 itself
+             * cancels when p -> 1 (confident logits), the others' sum does not */
+            double others = 0.0;
             for (int64_t i = 0; i < V; i++)
-                lm_ref_set(dst, i, n, 0, 0, (e[i] / sum - (i == t ? 1.0 : 0.0)) * g);
+                others += i == t ? 0.0 : e[i];
+            for (int64_t i = 0; i < V; i++)
+                lm_ref_set(dst, i, n, 0, 0, (i == t ? -others / sum : e[i] / sum) * g);
         } else {
             total += max + log(sum) - xt;
         }

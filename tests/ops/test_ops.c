@@ -89,15 +89,17 @@
  * CPY into a quantized type 1e-10: both backends must use the reference
  *   encoder (quant/), so the blocks are identical.
  * Integer outputs: 0 (exact).
- * ATTN by the coarser of K's and V's types, 1e-9 (f32), 1e-8 (f16), 1e-7
+ * ATTN by the coarser of K's and V's types, 1e-9 (f32), 1e-8 (f16), 1e-6
  *   (bf16) (cpu vs ref): both round q and the probabilities to the k / v
  *   type at the same points; the rest is f32 (cpu) against double (ref):
  *   dots of <= 128 terms and a softmax (REDUCE), and now and then a
  *   probability that lands on the other side of an f16 (bf16) rounding
  *   boundary, which moves one term of one output by 2^-11 (2^-8) of itself:
- *   in a small case (a few hundred outputs) that alone is nmse ~1e-9 (~1e-8). Seen: 5.7e-11 with the default
- *   seed; 2.7e-9 and 1e-8 on bf16 with LM_OPS_SEED=5, 1.2e-8 with bf16 k and
- *   f16 v with LM_OPS_SEED=60 (a 1e-9 bound for every type failed there). A wrong mask, scale or head gives > 1e-3.
+ *   in a small case (a few hundred outputs) that alone is nmse ~1e-9 (~1e-7).
+ *   Seen: 5.7e-11 with the default seed; 2.7e-9 and 1e-8 on bf16 with
+ *   LM_OPS_SEED=5, 1.2e-8 with bf16 k and f16 v with LM_OPS_SEED=60, 2.4e-7
+ *   on bf16 with LM_OPS_SEED=86 (a 1e-9 bound for every type failed there).
+ *   A wrong mask, scale or head gives > 1e-3.
  *   Fused vs unfused: B_ATTN_CPU 1e-12 on the cpu, where both run the same
  *   kernels on the same rounded values and may differ only by float
  *   summation order (expected 0: attention.c keeps the dot lanes of a
@@ -122,7 +124,7 @@
 static double bound_attn(enum lm_type k, enum lm_type v)
 {
     if (k == LM_TYPE_BF16 || v == LM_TYPE_BF16)
-        return 1e-7;
+        return 1e-6;
     return k == LM_TYPE_F16 || v == LM_TYPE_F16 ? 1e-8 : 1e-9;
 }
 

@@ -242,7 +242,8 @@ void lm_cpu_op_cross_entropy_loss(const struct lm_cpu_params *p, struct lm_tenso
 }
 
 /* CROSS_ENTROPY_LOSS_BACK on this thread's rows: (softmax - onehot) * g with
- * g = dloss / n_valid (every thread counts the valid targets itself). */
+ * g = dloss / n_valid (every thread counts the valid targets itself); the
+ * target's entry is minus the other classes' probability. */
 void lm_cpu_op_cross_entropy_loss_back(const struct lm_cpu_params *p, struct lm_tensor *dst)
 {
     const struct lm_tensor *lg = dst->src[0], *tg = dst->src[1], *dl = dst->src[2];
@@ -265,8 +266,14 @@ void lm_cpu_op_cross_entropy_loss_back(const struct lm_cpu_params *p, struct lm_
         float max = -INFINITY;
         for (int64_t i = 0; i < V; i++)
             max = x[i] > max ? x[i] : max;
-        const float inv = (float)(1.0 / p->kern->exp_sum(V, w, x, max));
+        const double sum = p->kern->exp_sum(V, w, x, max);
+        const float inv = (float)(1.0 / sum);
+        /* the target's p - 1 as minus the others' share (in double): p - 1
+         * in float cancels when p -> 1, where the others' sum is exact */
+        double others = 0.0;
         for (int64_t i = 0; i < V; i++)
-            y[i] = (w[i] * inv - (i == target[n] ? 1.0f : 0.0f)) * g;
+            others += i == target[n] ? 0.0 : (double)w[i];
+        for (int64_t i = 0; i < V; i++)
+            y[i] = (i == target[n] ? (float)(-others / sum) : w[i] * inv) * g;
     }
 }
