@@ -7,8 +7,9 @@
 #      whole models with layers on the GPU against their reference logits,
 #      the kernels' block math on the host);
 #   3. `lamina bench -ngl 99` (pp512, tg128) on TinyLlama-1.1B and Llama-7B
-#      shapes from `lamina mkmodel` (Q4_0), and TinyLlama with -ngl 0 as the
-#      CPU baseline of the same machine.
+#      shapes from `lamina mkmodel` (Q4_0), TinyLlama's tg128 once more with
+#      LAMINA_CUDA_GRAPHS=0 (decode without CUDA graphs), and TinyLlama with
+#      -ngl 0 as the CPU baseline of the same machine.
 # Everything goes to OUT_DIR/gpu-check.log (default: $OUT, else /tmp/gpu-check).
 #
 # The shared models and fixtures: $LM_SHARED_DIR, else ../shared, else
@@ -78,6 +79,8 @@ if [ "${GPU_CHECK_SKIP_BENCH:-0}" != 1 ]; then
     stamp "bench: TinyLlama Q4_0, GPU (-ngl 99) then CPU (-ngl 0, $jobs threads)"
     $lamina bench -m $models/tinyllama-q4_0.gguf -ngl 99 -p 512 -n 128 -r 3
     $lamina bench -m $models/tinyllama-q4_0.gguf -ngl 0 -t "$jobs" -p 512 -n 128 -r 1
+    stamp "bench: TinyLlama Q4_0, GPU tg without CUDA graphs (LAMINA_CUDA_GRAPHS=0; compare with tg128 above)"
+    LAMINA_CUDA_GRAPHS=0 $lamina bench -m $models/tinyllama-q4_0.gguf -ngl 99 -p 0 -n 128 -r 3
     if [ -f $models/llama7b-q4_0.gguf ]; then
         stamp "bench: Llama-7B Q4_0, GPU"
         $lamina bench -m $models/llama7b-q4_0.gguf -ngl 99 -p 512 -n 128 -r 3

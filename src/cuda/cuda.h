@@ -13,6 +13,7 @@
 #define LM_CUDA_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "backend/backend.h"
 
@@ -36,6 +37,17 @@ lm_buft lm_cuda_buft(int device);
 lm_buft lm_cuda_host_buft(void);
 /* True if be is a CUDA backend. */
 bool lm_backend_is_cuda(lm_backend_t be);
+
+/* Decode graphs run as CUDA graphs (docs/architecture.md, "The CUDA
+ * backend"; off for backends created while LAMINA_CUDA_GRAPHS=0), counted
+ * over every CUDA backend of the process since it started. */
+struct lm_cuda_graph_stats {
+    uint64_t launched;     /* graph_compute calls that ran as one CUDA graph */
+    uint64_t instantiated; /* executable graphs made; the other launches updated one (cudaGraphExecUpdate) */
+    uint64_t fallbacks;    /* decode graphs launched node by node after a failed capture, instantiation or launch */
+};
+/* The counts so far into *out (nothing when out is NULL). Thread-safe. */
+void lm_cuda_graph_stats(struct lm_cuda_graph_stats *out);
 
 #ifdef __cplusplus
 }

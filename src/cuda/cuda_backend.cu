@@ -10,10 +10,20 @@
  * fails is logged with its error string and turned into LM_ERR_DEVICE or
  * LM_ERR_NOMEM; nothing aborts. Thread-safety: one graph at a time per
  * backend; buffers may be read concurrently.
+ *
+ * Decode graphs (one token: a few hundred small kernels, where launch gaps
+ * cost more than the kernels) run as CUDA graphs: graph_compute records the
+ * node launches (stream capture), updates the executable graph kept from the
+ * previous token with them (same kernels, new arguments) or instantiates a
+ * new one, and launches that. Any failure on the way launches the nodes
+ * directly instead, with the same results. LAMINA_CUDA_GRAPHS=0 in the
+ * environment when a backend is created turns this off for that backend.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <atomic>
 
 #include "core/log.h"
 #include "core/op_rules.h"
@@ -278,6 +288,10 @@ void *lm_cu_scratch(struct lm_cu_ctx *c, int slot, size_t bytes)
         return NULL;
     if (bytes <= c->scratch_size[slot] && c->scratch[slot])
         return c->scratch[slot];
+    /* growing synchronizes and calls cudaFree/cudaMalloc, all illegal in a capture (and the graph would keep
+     * the old block's address): fail the capture instead, the direct launch that follows grows the slot */
+    if (c->capturing)
+        return NULL;
     size_t want = bytes + bytes / 4; /* grow with headroom: shapes grow a little at a time */
     want = (want + LM_CU_ALIGN - 1) & ~(size_t)(LM_CU_ALIGN - 1);
     if (c->scratch[slot]) {
@@ -297,7 +311,7 @@ void *lm_cu_scratch(struct lm_cu_ctx *c, int slot, size_t bytes)
 
 /* ---- op support ---- */
 
-typedef bool (*supports_fn)(const struct lm_tensor *t);
+typedef bool (*supports_fn)(const struct lm_cu_limits *lim, const struct lm_tensor *t);
 typedef lm_status (*op_fn)(struct lm_cu_ctx *c, struct lm_tensor *dst);
 
 struct op_family {
@@ -346,21 +360,65 @@ static const struct op_family *family(enum lm_op op)
     }
 }
 
-static bool supports(const struct lm_tensor *t)
+static bool supports(const struct lm_cu_ctx *c, const struct lm_tensor *t)
 {
     if (lm_is_view_op(t->op) || t->op == LM_OP_NONE)
         return true;
     const struct op_family *f = family(t->op);
-    return f && lm_op_check(t, NULL, 0) && f->supports(t);
+    return f && lm_op_check(t, NULL, 0) && f->supports(&c->lim, t);
+}
+
+bool lm_cu_graph_capturable(const struct lm_graph *g)
+{
+    /* a graph without a matrix product (a K shift, a copy) is rare and short: capturing it would only add
+     * an instantiation; one with a batch's product calls cuBLAS and changes shape every time */
+    bool any = false;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const struct lm_tensor *t = g->nodes[i];
+        if (t->op != LM_OP_MUL_MAT && t->op != LM_OP_MUL_MAT_ID)
+            continue;
+        if (!lm_cu_matmul_is_decode(t))
+            return false;
+        any = true;
+    }
+    return any;
 }
 
 /* ---- the backend ---- */
+
+#define LM_CU_N_GRAPHS 4        /* executable graphs kept per backend (one per kind of graph it computes) */
+#define LM_CU_GRAPH_MAX_FAILS 8 /* failed captures in a row after which a backend stops trying */
+
+/* An executable graph and the kind of lamina graph it was made for. */
+struct cu_graph_slot {
+    uint64_t key; /* graph_key */
+    cudaGraphExec_t exec;
+};
 
 struct lm_cu_backend {
     struct lm_backend be;
     struct lm_cu_ctx c;
     char name[16];
+    /* decode graphs (graph_run) */
+    bool graphs;          /* on: LAMINA_CUDA_GRAPHS was not "0" when the backend was created */
+    cudaStream_t capture; /* the non-blocking stream captures record on (see graph_run) */
+    struct cu_graph_slot slots[LM_CU_N_GRAPHS];
+    int next_slot; /* the slot a new kind of graph takes when all are used (round robin) */
+    int n_failed;  /* failed captures in a row */
+    bool logged;   /* a fallback has been logged (debug, once per backend) */
 };
+
+/* Every backend's graph counts (lm_cuda_graph_stats). */
+static std::atomic<uint64_t> n_graph_launched, n_graph_instantiated, n_graph_fallbacks;
+
+extern "C" void lm_cuda_graph_stats(struct lm_cuda_graph_stats *out)
+{
+    if (!out)
+        return;
+    out->launched = n_graph_launched.load();
+    out->instantiated = n_graph_instantiated.load();
+    out->fallbacks = n_graph_fallbacks.load();
+}
 
 static struct lm_cu_ctx *ctx_of(lm_backend_t be) { return &((struct lm_cu_backend *)be)->c; }
 
@@ -372,6 +430,11 @@ static void be_free(lm_backend_t be)
     cudaSetDevice(b->c.device);
     if (b->c.stream)
         cudaStreamSynchronize(b->c.stream);
+    for (int i = 0; i < LM_CU_N_GRAPHS; i++)
+        if (b->slots[i].exec)
+            cudaGraphExecDestroy(b->slots[i].exec);
+    if (b->capture)
+        cudaStreamDestroy(b->capture);
     for (int i = 0; i < LM_CU_N_SCRATCH; i++)
         if (b->c.scratch[i])
             cudaFree(b->c.scratch[i]);
@@ -407,39 +470,165 @@ static void be_synchronize(lm_backend_t be)
     failed(cudaStreamSynchronize(c->stream), "synchronize");
 }
 
-static bool be_supports_op(lm_backend_t be, const struct lm_tensor *op) { return supports(op); }
+static bool be_supports_op(lm_backend_t be, const struct lm_tensor *op) { return supports(ctx_of(be), op); }
 
 static bool be_supports_buft(lm_backend_t be, lm_buft buft) { return buft == lm_cuda_buft(ctx_of(be)->device); }
 
-static lm_status be_graph_compute(lm_backend_t be, struct lm_graph *g)
+/* Launches every node of g on c->stream in order, without synchronizing. quiet (a capture): a failing node is
+ * not logged; the caller launches the nodes again without capture, which logs what still fails. */
+static lm_status launch_nodes(struct lm_cu_backend *b, struct lm_graph *g, bool quiet)
 {
-    if (!g)
-        return LM_ERR_INVALID_ARG;
-    struct lm_cu_ctx *c = ctx_of(be);
-    if (failed(cudaSetDevice(c->device), "cudaSetDevice"))
-        return LM_ERR_DEVICE;
+    struct lm_cu_ctx *c = &b->c;
     lm_status st = LM_OK;
     for (int i = 0; i < g->n_nodes && !st; i++) {
         struct lm_tensor *t = g->nodes[i];
         if (t->op == LM_OP_NONE || lm_is_view_op(t->op) || lm_nelements(t) == 0)
             continue;
         const struct op_family *f = family(t->op);
-        if (!f || !supports(t)) {
-            LM_LOG_ERR("%s: node '%s' (%s) is not supported\n", be_name(be), t->name, lm_op_name(t->op));
+        if (!f || !supports(c, t)) {
+            if (!quiet)
+                LM_LOG_ERR("%s: node '%s' (%s) is not supported\n", b->name, t->name, lm_op_name(t->op));
             st = LM_ERR_UNSUPPORTED;
             break;
         }
         if (!t->data || !lm_sources_have_data(t)) {
-            LM_LOG_ERR("%s: node '%s' (%s) or one of its sources has no data\n", be_name(be), t->name,
-                       lm_op_name(t->op));
+            if (!quiet)
+                LM_LOG_ERR("%s: node '%s' (%s) or one of its sources has no data\n", b->name, t->name,
+                           lm_op_name(t->op));
             st = LM_ERR_INVALID_ARG;
             break;
         }
         st = f->run(c, t);
-        if (st)
-            LM_LOG_ERR("%s: node '%s' (%s) failed: %s\n", be_name(be), t->name, lm_op_name(t->op),
-                       lm_status_str(st));
+        if (st && !quiet)
+            LM_LOG_ERR("%s: node '%s' (%s) failed: %s\n", b->name, t->name, lm_op_name(t->op), lm_status_str(st));
     }
+    return st;
+}
+
+/* The kind of a graph: its op sequence (FNV-1a). Decode graphs of one model keep their kind token after token
+ * while their shapes (the cache length) change, which cudaGraphExecUpdate takes. */
+static uint64_t graph_key(const struct lm_graph *g)
+{
+    uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)g->n_nodes;
+    for (int i = 0; i < g->n_nodes; i++)
+        h = (h ^ (uint64_t)g->nodes[i]->op) * 0x100000001b3ull;
+    return h;
+}
+
+/* True when exec now runs graph's kernels with graph's arguments (same topology). */
+static bool exec_update(cudaGraphExec_t exec, cudaGraph_t graph)
+{
+#if CUDART_VERSION >= 12000
+    cudaGraphExecUpdateResultInfo info;
+    const cudaError_t e = cudaGraphExecUpdate(exec, graph, &info);
+#else
+    cudaGraphNode_t node = NULL;
+    cudaGraphExecUpdateResult res;
+    const cudaError_t e = cudaGraphExecUpdate(exec, graph, &node, &res);
+#endif
+    if (e != cudaSuccess)
+        (void)cudaGetLastError(); /* cudaErrorGraphExecUpdateFailure: a new topology, instantiate instead */
+    return e == cudaSuccess;
+}
+
+/* The executable graph for a capture of kind `key`: the slot of that kind updated, else a new instantiation in
+ * that slot, a free one or the next in turn. NULL (error cleared) when instantiation fails. */
+static cudaGraphExec_t exec_for(struct lm_cu_backend *b, uint64_t key, cudaGraph_t graph)
+{
+    struct cu_graph_slot *s = NULL;
+    for (int i = 0; i < LM_CU_N_GRAPHS && !s; i++)
+        if (b->slots[i].exec && b->slots[i].key == key)
+            s = &b->slots[i];
+    if (s && exec_update(s->exec, graph))
+        return s->exec;
+    for (int i = 0; i < LM_CU_N_GRAPHS && !s; i++)
+        if (!b->slots[i].exec)
+            s = &b->slots[i];
+    if (!s)
+        s = &b->slots[b->next_slot++ % LM_CU_N_GRAPHS];
+    if (s->exec)
+        cudaGraphExecDestroy(s->exec);
+    s->exec = NULL;
+    /* cudaGraphInstantiateWithFlags: the same signature in CUDA 11.4+ and 12 (cudaGraphInstantiate's changed) */
+    if (cudaGraphInstantiateWithFlags(&s->exec, graph, 0) != cudaSuccess) {
+        (void)cudaGetLastError();
+        s->exec = NULL;
+        return NULL;
+    }
+    s->key = key;
+    n_graph_instantiated++;
+    return s->exec;
+}
+
+/* g as a CUDA graph: its launches recorded on b->capture, an executable graph updated or made from them, launched
+ * on c->stream. False when a step failed: then nothing of g has been launched, no stream is capturing and the
+ * CUDA error is cleared; the caller launches the nodes directly (which also grows a scratch slot that was too
+ * small for the capture).
+ *
+ * The capture records on a second stream, created non-blocking, rather than on c->stream: while a blocking
+ * stream captures, any use of the legacy default stream in the device's context is illegal, from any thread,
+ * and the buffers' cudaMemcpy (another context's uploads and downloads, on another thread) use it. Recording
+ * executes nothing, so the capture stream needs no ordering; the launch on c->stream waits for earlier legacy
+ * stream work as the nodes' own launches would. The mode is cudaStreamCaptureModeThreadLocal: this thread may
+ * make no potentially unsafe call (cudaMalloc, a synchronous copy) while it captures, so such a call in an op
+ * fails the capture (and the fallback runs) instead of executing out of order behind the recorded kernels as
+ * Relaxed would let it, and other threads' own captures do not restrict this one (Global would). */
+static bool graph_run(struct lm_cu_backend *b, struct lm_graph *g)
+{
+    struct lm_cu_ctx *c = &b->c;
+    const char *why = NULL;
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    if (cudaStreamBeginCapture(b->capture, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+        why = "cudaStreamBeginCapture";
+    } else {
+        cudaStream_t stream = c->stream;
+        c->stream = b->capture;
+        c->capturing = true;
+        const lm_status st = launch_nodes(b, g, true);
+        c->stream = stream;
+        c->capturing = false;
+        /* ended whatever happened: an invalidated capture ends with an error and no graph */
+        const cudaError_t e = cudaStreamEndCapture(b->capture, &graph);
+        if (st) /* NOMEM here: a scratch slot has to grow (lm_cu_scratch) */
+            why = st == LM_ERR_NOMEM ? "scratch memory has to grow first" : lm_status_str(st);
+        else if (e != cudaSuccess || !graph)
+            why = e != cudaSuccess ? cudaGetErrorString(e) : "no graph";
+    }
+    if (!why && !(exec = exec_for(b, graph_key(g), graph)))
+        why = "cudaGraphInstantiate";
+    if (!why && cudaGraphLaunch(exec, c->stream) != cudaSuccess)
+        why = "cudaGraphLaunch";
+    if (graph)
+        cudaGraphDestroy(graph); /* the executable graph keeps what it needs */
+    if (!why) {
+        b->n_failed = 0;
+        n_graph_launched++;
+        return true;
+    }
+    (void)cudaGetLastError();
+    n_graph_fallbacks++;
+    if (!b->logged)
+        LM_LOG_DBG("%s: decode graph launched node by node instead of as a CUDA graph (%s)\n", b->name, why);
+    b->logged = true;
+    if (++b->n_failed >= LM_CU_GRAPH_MAX_FAILS) {
+        LM_LOG_DBG("%s: %d CUDA graph captures failed in a row: graphs off for this backend\n", b->name, b->n_failed);
+        b->graphs = false;
+    }
+    return false;
+}
+
+static lm_status be_graph_compute(lm_backend_t be, struct lm_graph *g)
+{
+    if (!g)
+        return LM_ERR_INVALID_ARG;
+    struct lm_cu_backend *b = (struct lm_cu_backend *)be;
+    struct lm_cu_ctx *c = &b->c;
+    if (failed(cudaSetDevice(c->device), "cudaSetDevice"))
+        return LM_ERR_DEVICE;
+    lm_status st = LM_OK;
+    if (!(b->graphs && lm_cu_graph_capturable(g) && graph_run(b, g)))
+        st = launch_nodes(b, g, false);
     /* kernels run asynchronously: an error of one shows here at the latest */
     if (failed(cudaStreamSynchronize(c->stream), "graph_compute") && !st)
         st = LM_ERR_DEVICE;
@@ -459,7 +648,8 @@ static const struct lm_backend_i cuda_backend_i = {
     /* .set_n_threads = */ NULL,
 };
 
-/* A new backend on device `device`: its stream and cuBLAS handle. */
+/* A new backend on device `device`: its stream and cuBLAS handle, the device's limits, the capture stream of
+ * its decode graphs unless LAMINA_CUDA_GRAPHS=0. */
 static lm_status backend_new(int device, lm_backend_t *out)
 {
     if (!out)
@@ -473,13 +663,23 @@ static lm_status backend_new(int device, lm_backend_t *out)
     snprintf(b->name, sizeof b->name, "cuda%d", device);
     b->be.iface = cuda_backend_i;
     b->be.context = &b->c;
+    const char *env = getenv("LAMINA_CUDA_GRAPHS");
+    b->graphs = !env || strcmp(env, "0") != 0;
     lm_status st = LM_OK;
+    int n_sm = 0, optin = 0;
     if (failed(cudaSetDevice(device), "cudaSetDevice") ||
         /* a blocking stream: its kernels wait for the buffers' plain
          * cudaMemcpy / cudaMemset (legacy default stream), which may still
          * be in flight when they return (pageable uploads, device copies) */
-        failed(cudaStreamCreate(&b->c.stream), "cudaStreamCreate"))
+        failed(cudaStreamCreate(&b->c.stream), "cudaStreamCreate") ||
+        (b->graphs && failed(cudaStreamCreateWithFlags(&b->capture, cudaStreamNonBlocking), "capture stream")) ||
+        failed(cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, device), "SM count") ||
+        failed(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "shared memory"))
         st = LM_ERR_DEVICE;
+    b->c.lim.n_sm = n_sm;
+    b->c.lim.smem_optin = optin > 0 ? (size_t)optin : 0;
+    if (!st)
+        st = lm_cu_attn_init(&b->c);
     if (!st)
         st = lm_cu_cublas_status(cublasCreate(&b->c.cublas), "cublasCreate");
     if (!st)

@@ -29,20 +29,37 @@
 
 extern "C" { /* C names: liblamina's symbols carry the lm_ prefix unmangled */
 
+/* What one device allows, read once when a backend is created (the op
+ * functions and the supports checks must not ask the runtime per node). */
+struct lm_cu_limits {
+    int n_sm;          /* multiprocessors (cudaDevAttrMultiProcessorCount) */
+    size_t smem_optin; /* dynamic shared memory a block may opt into (cudaDevAttrMaxSharedMemoryPerBlockOptin) */
+};
+
 /* One backend: a device, its stream, a cuBLAS handle on that stream and
  * grow-only scratch blocks (slot i is one block; an op may use several
- * slots at once, and nothing in a slot survives the op). */
+ * slots at once, and nothing in a slot survives the op). While `capturing`
+ * (graph_compute records a decode graph, cuda_backend.cu), `stream` is the
+ * capture stream: ops must then make no call that is illegal in a stream
+ * capture (no synchronization, cudaMalloc/cudaFree, cudaMemcpy on the legacy
+ * stream, cuBLAS: its handle stays on the real stream); lm_cu_scratch does
+ * not grow then. */
 struct lm_cu_ctx {
     int device;
     cudaStream_t stream;
     cublasHandle_t cublas;
+    struct lm_cu_limits lim;
+    bool capturing;
     void *scratch[LM_CU_N_SCRATCH];
     size_t scratch_size[LM_CU_N_SCRATCH];
 };
 
 /* Device memory of at least `bytes` in scratch slot `slot` (0..LM_CU_N_SCRATCH-1),
  * valid until the op returns. Growing synchronizes the stream before freeing
- * the old block. NULL (logged) when the device is out of memory. */
+ * the old block. NULL (logged) when the device is out of memory, and NULL
+ * (not logged) when the slot would have to grow during a capture: the op
+ * then fails with LM_ERR_NOMEM, graph_compute drops the capture and launches
+ * the nodes directly, which grows the slot for the next capture. */
 void *lm_cu_scratch(struct lm_cu_ctx *c, int slot, size_t bytes);
 
 /* LM_OK when the last launch succeeded, else LM_ERR_DEVICE with the CUDA
@@ -75,26 +92,40 @@ static inline unsigned lm_cu_blocks(int64_t n, int threads)
 }
 
 /* ---- op functions (one file each family) ----
- * lm_cu_supports_*: the kernel limits of that family for a node that passed
- * lm_op_check (types the kernels have, layouts they read). */
+ * lm_cu_supports_*: the kernel limits of that family on a device with limits
+ * `lim` for a node that passed lm_op_check (types the kernels have, layouts
+ * they read, shared memory the device allows). */
 
 /* ops_elementwise.cu: ADD MUL DIV SCALE SQR SQRT CLAMP UNARY SUM_ROWS NORM
  * RMS_NORM REPEAT CONCAT DIAG_MASK_INF SOFT_MAX ROPE ARGSORT */
-bool lm_cu_supports_elementwise(const struct lm_tensor *t);
+bool lm_cu_supports_elementwise(const struct lm_cu_limits *lim, const struct lm_tensor *t);
 lm_status lm_cu_op_elementwise(struct lm_cu_ctx *c, struct lm_tensor *dst);
 
 /* ops_copy.cu: CPY CONT (conversions between F32 F16 BF16 and into the
  * legacy quant types, same-type copies of any type) */
-bool lm_cu_supports_copy(const struct lm_tensor *t);
+bool lm_cu_supports_copy(const struct lm_cu_limits *lim, const struct lm_tensor *t);
 lm_status lm_cu_op_copy(struct lm_cu_ctx *c, struct lm_tensor *dst);
 
 /* ops_matmul.cu: MUL_MAT MUL_MAT_ID GET_ROWS */
-bool lm_cu_supports_matmul(const struct lm_tensor *t);
+bool lm_cu_supports_matmul(const struct lm_cu_limits *lim, const struct lm_tensor *t);
 lm_status lm_cu_op_matmul(struct lm_cu_ctx *c, struct lm_tensor *dst);
+/* True when a MUL_MAT or MUL_MAT_ID node is decode-sized: it runs the matvec
+ * kernels (at most MV_MAX_N columns; MUL_MAT_ID: at most MV_MAX_N tokens),
+ * never cuBLAS. False for any other op. */
+bool lm_cu_matmul_is_decode(const struct lm_tensor *t);
 
 /* ops_attn.cu: ATTN */
-bool lm_cu_supports_attn(const struct lm_tensor *t);
+bool lm_cu_supports_attn(const struct lm_cu_limits *lim, const struct lm_tensor *t);
 lm_status lm_cu_op_attn(struct lm_cu_ctx *c, struct lm_tensor *dst);
+/* Once per backend, on its device (current): lets the prefill kernels use
+ * the dynamic shared memory they may need, up to c->lim.smem_optin, so that
+ * no launch (nor a stream capture) has to set it. LM_ERR_DEVICE (logged). */
+lm_status lm_cu_attn_init(struct lm_cu_ctx *c);
+
+/* cuda_backend.cu: true when graph_compute records g as a CUDA graph (a
+ * decode graph): g has a MUL_MAT or MUL_MAT_ID node and every one of them is
+ * decode-sized (lm_cu_matmul_is_decode). Host only; thread-safe. */
+bool lm_cu_graph_capturable(const struct lm_graph *g);
 
 } /* extern "C" */
 

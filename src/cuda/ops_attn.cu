@@ -57,7 +57,10 @@
  * the (max, sum) pairs [rows][chunks], slot 2 the partials [rows][chunks][d_v].
  *
  * Limits (lm_cu_supports_attn): d <= 256 and d_v <= 256 (registers: NT <= 8
- * channels per lane; shared memory), n_head <= 65535 (grid y).
+ * channels per lane; shared memory), n_head <= 65535 (grid y), and a node
+ * that takes the prefill kernel only where its shared memory fits the
+ * device's opt-in limit (struct lm_cu_limits; lm_cu_attn_init lets each
+ * prefill instance use up to that much once per backend).
  * Results are deterministic (fixed reduction orders), but unlike the CPU's
  * they are not batch-invariant: sums group by tiles and chunks of absolute
  * cell indices, and the decode chunking depends on the shapes.
@@ -461,31 +464,69 @@ static size_t pf_smem(const struct attn_args &a, int nt)
     return (size_t)PF_BQ * a.d2 * sizeof(double) + (k > v ? k : v);
 }
 
+/* The NT of the attn_prefill instance that takes d_v channels. */
+static int pf_nt(int d_v)
+{
+    const int nt = (d_v + 31) / 32;
+    return nt <= 4 ? (nt > 0 ? nt : 1) : nt <= 6 ? 6 : 8;
+}
+
+/* The fields of attn_args that pf_smem reads, for a node of head sizes d (q, k) and d_v. */
+static struct attn_args pf_dims(int d, int d_v)
+{
+    struct attn_args a = {};
+    a.d = d;
+    a.d_v = d_v;
+    a.d2 = (d + 1) / 2 * 2;
+    a.ks = pf_k_stride(a.d2);
+    return a;
+}
+
+/* The most dynamic shared memory attn_prefill<nt> takes (over every d <= ATTN_MAX_D). */
+static size_t pf_smem_max(int nt)
+{
+    size_t most = 0;
+    for (int d = 1; d <= ATTN_MAX_D; d++) {
+        const size_t s = pf_smem(pf_dims(d, 32 * nt), nt);
+        most = s > most ? s : most;
+    }
+    return most;
+}
+
+/* Dynamic shared memory above the default 48 KB needs the function's opt-in
+ * attribute, set once per device (lm_cu_attn_init) rather than per launch:
+ * a launch inside a stream capture then makes no other runtime call. */
+template <int NT> static lm_status pf_allow_smem(size_t optin)
+{
+    size_t want = pf_smem_max(NT);
+    want = want < optin ? want : optin;
+    if (want <= 48 * 1024)
+        return LM_OK;
+    if (cudaFuncSetAttribute(attn_prefill<NT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)want) != cudaSuccess)
+        return lm_cu_launch_status("ATTN prefill: allow shared memory");
+    return LM_OK;
+}
+
 template <int NT> static lm_status pf_launch(const struct attn_args &a, cudaStream_t stream)
 {
-    const size_t smem = pf_smem(a, NT);
-    if (smem > 48 * 1024 &&
-        cudaFuncSetAttribute(attn_prefill<NT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
-        return lm_cu_launch_status("ATTN prefill: shared memory");
     const dim3 grid((unsigned)ceil_div(a.n_q, PF_BQ), (unsigned)a.n_head);
-    attn_prefill<NT><<<grid, PF_THREADS, smem, stream>>>(a);
+    attn_prefill<NT><<<grid, PF_THREADS, pf_smem(a, NT), stream>>>(a);
     return lm_cu_launch_status("ATTN prefill");
 }
 
-static lm_status run_prefill(const struct attn_args &a, cudaStream_t stream)
+static lm_status run_prefill(const struct lm_cu_ctx *c, const struct attn_args &a)
 {
-    const int nt = (a.d_v + 31) / 32;
-    if (nt <= 1)
-        return pf_launch<1>(a, stream);
-    if (nt <= 2)
-        return pf_launch<2>(a, stream);
-    if (nt <= 3)
-        return pf_launch<3>(a, stream);
-    if (nt <= 4)
-        return pf_launch<4>(a, stream);
-    if (nt <= 6)
-        return pf_launch<6>(a, stream);
-    return pf_launch<8>(a, stream);
+    const int nt = pf_nt(a.d_v);
+    if (pf_smem(a, nt) > c->lim.smem_optin) /* lm_cu_supports_attn refuses these */
+        return LM_ERR_UNSUPPORTED;
+    switch (nt) {
+    case 1: return pf_launch<1>(a, c->stream);
+    case 2: return pf_launch<2>(a, c->stream);
+    case 3: return pf_launch<3>(a, c->stream);
+    case 4: return pf_launch<4>(a, c->stream);
+    case 6: return pf_launch<6>(a, c->stream);
+    default: return pf_launch<8>(a, c->stream);
+    }
 }
 
 /* ---- decode (split-K) ---- */
@@ -703,13 +744,36 @@ static struct attn_args attn_args_of(struct lm_tensor *dst)
 
 static bool float_type(enum lm_type t) { return t == LM_TYPE_F32 || t == LM_TYPE_F16 || t == LM_TYPE_BF16; }
 
-bool lm_cu_supports_attn(const struct lm_tensor *t)
+bool lm_cu_supports_attn(const struct lm_cu_limits *lim, const struct lm_tensor *t)
 {
     if (t->op != LM_OP_ATTN)
         return false;
     const struct lm_tensor *q = t->src[0], *k = t->src[1], *v = t->src[2];
-    return float_type(k->type) && float_type(v->type) && q->ne[0] <= ATTN_MAX_D && v->ne[1] <= ATTN_MAX_D &&
-           q->ne[2] <= 65535 && q->ne[1] <= INT32_MAX && k->ne[1] <= INT32_MAX;
+    if (!float_type(k->type) || !float_type(v->type) || q->ne[0] > ATTN_MAX_D || v->ne[1] > ATTN_MAX_D ||
+        q->ne[2] > 65535 || q->ne[1] > INT32_MAX || k->ne[1] > INT32_MAX)
+        return false;
+    /* the decode kernels take under 48 KB of shared memory (d + DC_MAX_CHUNK doubles), the prefill kernel up to
+     * 128.5 KB: more than some devices allow (sm_86: 99 KB); the scheduler runs such nodes on the CPU */
+    if (attn_plan_of(q->ne[1], q->ne[2], k->ne[1], lim->n_sm).decode)
+        return true;
+    const int d_v = (int)v->ne[1];
+    return pf_smem(pf_dims((int)q->ne[0], d_v), pf_nt(d_v)) <= lim->smem_optin;
+}
+
+lm_status lm_cu_attn_init(struct lm_cu_ctx *c)
+{
+    lm_status st = pf_allow_smem<1>(c->lim.smem_optin);
+    if (!st)
+        st = pf_allow_smem<2>(c->lim.smem_optin);
+    if (!st)
+        st = pf_allow_smem<3>(c->lim.smem_optin);
+    if (!st)
+        st = pf_allow_smem<4>(c->lim.smem_optin);
+    if (!st)
+        st = pf_allow_smem<6>(c->lim.smem_optin);
+    if (!st)
+        st = pf_allow_smem<8>(c->lim.smem_optin);
+    return st;
 }
 
 lm_status lm_cu_op_attn(struct lm_cu_ctx *c, struct lm_tensor *dst)
@@ -717,9 +781,6 @@ lm_status lm_cu_op_attn(struct lm_cu_ctx *c, struct lm_tensor *dst)
     const struct attn_args a = attn_args_of(dst);
     if (a.n_q == 0 || a.n_head == 0 || a.d_v == 0)
         return LM_OK;
-    int n_sm = 0;
-    if (cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, c->device) != cudaSuccess)
-        return lm_cu_launch_status("ATTN: multiprocessor count");
-    const struct attn_plan p = attn_plan_of(a.n_q, a.n_head, a.n_kv, n_sm);
-    return p.decode ? run_decode(c, a, p) : run_prefill(a, c->stream);
+    const struct attn_plan p = attn_plan_of(a.n_q, a.n_head, a.n_kv, c->lim.n_sm);
+    return p.decode ? run_decode(c, a, p) : run_prefill(c, a);
 }

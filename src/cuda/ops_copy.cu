@@ -275,7 +275,7 @@ static bool overlap(const struct lm_tensor *a, const struct lm_tensor *b)
     return a0 < b0 + lm_nbytes(b) && b0 < a0 + lm_nbytes(a);
 }
 
-bool lm_cu_supports_copy(const struct lm_tensor *t)
+bool lm_cu_supports_copy(const struct lm_cu_limits *lim, const struct lm_tensor *t)
 {
     if (t->op != LM_OP_CPY && t->op != LM_OP_CONT)
         return false;

@@ -555,7 +555,7 @@ static bool all_f32(const struct lm_tensor *t, int n_src)
     return true;
 }
 
-bool lm_cu_supports_elementwise(const struct lm_tensor *t)
+bool lm_cu_supports_elementwise(const struct lm_cu_limits *lim, const struct lm_tensor *t)
 {
     switch (t->op) {
     case LM_OP_ADD:

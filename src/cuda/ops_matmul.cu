@@ -16,7 +16,10 @@
  *     and shared-memory reduction.
  *     F32/F16/BF16 rows are read directly (16-byte loads when rows are
  *     aligned, element loads otherwise). MUL_MAT_ID reads each (slot, token)
- *     expert id on the device; an id out of range gives a zero row.
+ *     expert id on the device; an id out of range gives a zero row. Graphs
+ *     whose products all take this path (lm_cu_matmul_is_decode) run as CUDA
+ *     graphs (cuda_backend.cu): nothing here may synchronize or allocate
+ *     except through lm_cu_scratch.
  *   - GEMM (MUL_MAT with N > 8): b is converted into a packed scratch copy of
  *     the weights' compute type and cuBLAS multiplies, batched over a's dim 2:
  *     F16 weights (and quantized ones, dequantized to F16 in scratch, at most
@@ -789,6 +792,10 @@ static lm_status gemm_quant(struct lm_cu_ctx *c, struct lm_tensor *dst, const vo
 /* MUL_MAT with N > MV_MAX_N through cuBLAS. */
 static lm_status mul_mat_gemm(struct lm_cu_ctx *c, struct lm_tensor *dst)
 {
+    /* the cuBLAS handle is bound to the real stream, not the capture stream:
+     * a capture must never get here (lm_cu_graph_capturable) */
+    if (c->capturing)
+        return LM_ERR_UNSUPPORTED;
     const struct lm_tensor *a = dst->src[0], *b = dst->src[1];
     const int kind = a->type == LM_TYPE_F32 ? ACT_F32 : a->type == LM_TYPE_BF16 ? ACT_BF16 : ACT_F16;
     const void *bp = pack_act(c, 1, b, kind);
@@ -850,7 +857,7 @@ static bool dims_fit_int(const struct lm_tensor *t)
     return true;
 }
 
-bool lm_cu_supports_matmul(const struct lm_tensor *t)
+bool lm_cu_supports_matmul(const struct lm_cu_limits *lim, const struct lm_tensor *t)
 {
     if (t->op != LM_OP_MUL_MAT && t->op != LM_OP_MUL_MAT_ID && t->op != LM_OP_GET_ROWS)
         return false;
@@ -869,12 +876,20 @@ bool lm_cu_supports_matmul(const struct lm_tensor *t)
     return dims_fit_int(a) && dims_fit_int(t->src[1]) && dims_fit_int(t);
 }
 
+bool lm_cu_matmul_is_decode(const struct lm_tensor *t)
+{
+    if (t->op == LM_OP_MUL_MAT)
+        return t->src[1]->ne[1] <= MV_MAX_N;
+    /* every MUL_MAT_ID takes the matvec kernels; decode-sized: ids [n_used, tokens] */
+    return t->op == LM_OP_MUL_MAT_ID && t->src[2]->ne[1] <= MV_MAX_N;
+}
+
 lm_status lm_cu_op_matmul(struct lm_cu_ctx *c, struct lm_tensor *dst)
 {
     if (lm_nelements(dst) == 0)
         return LM_OK;
     switch (dst->op) {
-    case LM_OP_MUL_MAT: return dst->src[1]->ne[1] <= MV_MAX_N ? mul_mat_vec(c, dst, NULL) : mul_mat_gemm(c, dst);
+    case LM_OP_MUL_MAT: return lm_cu_matmul_is_decode(dst) ? mul_mat_vec(c, dst, NULL) : mul_mat_gemm(c, dst);
     case LM_OP_MUL_MAT_ID: return mul_mat_vec(c, dst, dst->src[2]);
     case LM_OP_GET_ROWS: return get_rows(c, dst);
     default: return LM_ERR_UNSUPPORTED;

@@ -20,8 +20,9 @@
  *     chunk order, partial rows summed), against ref's attention in double
  *     (attn_row transcribed): nmse <= 1e-11 (the ops test allows 1e-9), and
  *     exact zeros for rows whose mask is all -inf;
- *   - attn_plan_of's chunking, the kernels' shared memory sizes and what
- *     lm_cu_supports_attn refuses.
+ *   - attn_plan_of's chunking, the kernels' shared memory sizes (and the
+ *     most each prefill instance is allowed) and what lm_cu_supports_attn
+ *     refuses on devices with more and less shared memory per block.
  * It also prints, for the record, how far two designs the kernels do not use
  * would be from ref: a one-pass online softmax that rounds unnormalised
  * probabilities (why two passes) and float scores (why doubles). Prints
@@ -547,17 +548,27 @@ static void test_smem(void)
         a.ks = pf_k_stride(a.d2);
         CHECK((a.ks / 2) % 2 == 1 && a.ks >= a.d2, "K tile stride %d for d %d", a.ks, d);
         const int nt = (d + 31) / 32, nt_used = nt <= 4 ? nt : nt <= 6 ? 6 : 8;
+        CHECK(pf_nt(d) == nt_used, "prefill instance for d_v %d: NT %d, want %d", d, pf_nt(d), nt_used);
         const size_t s = pf_smem(a, nt_used);
         most = s > most ? s : most;
+        /* lm_cu_attn_init lets each instance use pf_smem_max: every d with that instance's d_v must fit */
+        for (int dq = 1; dq <= ATTN_MAX_D; dq += 17) {
+            const struct attn_args b = pf_dims(dq, d);
+            CHECK(pf_smem(b, nt_used) <= pf_smem_max(nt_used), "prefill d %d, d_v %d: %zu bytes over NT %d's %zu", dq,
+                  d, pf_smem(b, nt_used), nt_used, pf_smem_max(nt_used));
+        }
         /* decode: q and a chunk of scores in doubles */
         CHECK((size_t)(d + DC_MAX_CHUNK) * sizeof(double) <= 48 * 1024, "decode shared memory for d %d", d);
     }
     CHECK(most <= 163 * 1024, "prefill shared memory %zu bytes: over sm_80's 163 KB per block", most);
+    CHECK(most == pf_smem_max(8), "pf_smem_max(8) %zu, the largest %zu", pf_smem_max(8), most);
     printf("shared memory: prefill at most %zu bytes (d = d_v = 256)\n", most);
 }
 
 static void test_supports(void)
 {
+    /* H100 (sm_90: 227 KB per block); an sm_86 GPU opts into 99 KB only */
+    const struct lm_cu_limits h100 = {132, 227 * 1024}, sm86 = {84, 99 * 1024};
     static struct lm_tensor q, k, v, t;
     q.type = LM_TYPE_F32;
     k.type = LM_TYPE_F16;
@@ -570,18 +581,35 @@ static void test_supports(void)
     memcpy(q.ne, qn, sizeof qn);
     memcpy(k.ne, kn, sizeof kn);
     memcpy(v.ne, vn, sizeof vn);
-    CHECK(lm_cu_supports_attn(&t), "supports: d 128");
+    CHECK(lm_cu_supports_attn(&h100, &t), "supports: d 128");
+    CHECK(lm_cu_supports_attn(&sm86, &t), "supports: d 128 (65 KB of prefill shared memory) on sm_86");
     q.ne[0] = k.ne[0] = 256;
     v.ne[1] = 256;
-    CHECK(lm_cu_supports_attn(&t), "supports: d 256");
+    CHECK(lm_cu_supports_attn(&h100, &t), "supports: d 256");
+    /* 7 queries take the prefill kernel: 128.5 KB does not fit 99 KB; one query takes the decode kernels */
+    CHECK(!lm_cu_supports_attn(&sm86, &t), "supports: d 256 prefill on sm_86 must be refused");
+    q.ne[1] = 1;
+    CHECK(lm_cu_supports_attn(&sm86, &t), "supports: d 256 decode on sm_86");
+    /* ... unless its scores would not fit the decode scratch */
+    k.ne[1] = v.ne[0] = (DC_MAX_SCORE_BYTES / 8) / 32 + 1;
+    CHECK(!attn_plan_of(1, 32, k.ne[1], sm86.n_sm).decode && !lm_cu_supports_attn(&sm86, &t),
+          "supports: d 256 with a cache too long to decode on sm_86 must be refused");
+    CHECK(lm_cu_supports_attn(&h100, &t), "supports: d 256 with a long cache on H100");
+    k.ne[1] = v.ne[0] = 4096;
+    q.ne[1] = 7;
+    q.ne[0] = k.ne[0] = 128; /* d_v 256, d 128: 65 KB */
+    CHECK(lm_cu_supports_attn(&sm86, &t), "supports: d 128, d_v 256 prefill on sm_86");
+    q.ne[0] = k.ne[0] = 256; /* d_v 64, d 256: the q rows and K tile alone take 128.5 KB */
+    v.ne[1] = 64;
+    CHECK(!lm_cu_supports_attn(&sm86, &t), "supports: d 256, d_v 64 prefill on sm_86 must be refused");
     q.ne[0] = k.ne[0] = 257;
-    CHECK(!lm_cu_supports_attn(&t), "supports: d 257 must be refused");
+    CHECK(!lm_cu_supports_attn(&h100, &t), "supports: d 257 must be refused");
     q.ne[0] = k.ne[0] = 64;
     v.ne[1] = 320;
-    CHECK(!lm_cu_supports_attn(&t), "supports: d_v 320 must be refused");
+    CHECK(!lm_cu_supports_attn(&h100, &t), "supports: d_v 320 must be refused");
     v.ne[1] = 64;
     k.type = LM_TYPE_Q8_0;
-    CHECK(!lm_cu_supports_attn(&t), "supports: a quantized k must be refused");
+    CHECK(!lm_cu_supports_attn(&h100, &t), "supports: a quantized k must be refused");
 }
 
 int main(void)

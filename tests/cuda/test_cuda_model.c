@@ -14,8 +14,13 @@
  *   3. (99 only) two sequences in one batch (ids and ids reversed) give each
  *      sequence's own logits; the state saved after 6 tokens and restored in
  *      a fresh context decodes the next 6 as the first context does.
- * Then device memory exhaustion: a buffer of 2^50 bytes and a context of
- * 2^24 cells must fail with an error (NULL context), never crash.
+ * Then CUDA graphs: stories260K decoded one token at a time over 16 tokens
+ * with decode graphs (the default) and with LAMINA_CUDA_GRAPHS=0 (read when
+ * a context's backends are created) gives bit-identical logits; the first
+ * run launched at least half its tokens as CUDA graphs, reusing (updating)
+ * the executable graph for most, and the second launched none. Then device
+ * memory exhaustion: a buffer of 2^50 bytes and a context of 2^24 cells must
+ * fail with an error (NULL context), never crash.
  */
 #include <math.h>
 #include <stdio.h>
@@ -198,6 +203,56 @@ static void test_fixture(const char *name)
     free(ref);
 }
 
+/* Decode graphs on and off (LAMINA_CUDA_GRAPHS=0): the same logits bit for bit, and graphs that replay. */
+static void test_graphs(void)
+{
+    enum { N = 16 };
+    const llama_token ids[N] = {1, 403, 407, 261, 378, 429, 267, 270, 431, 264, 342, 259, 300, 401, 270, 264};
+    struct llama_model *m = load("models/stories260K.gguf", 99);
+    CHECK(m != NULL);
+    if (!m)
+        return;
+    const size_t n = (size_t)N * llama_n_vocab(m);
+    float *out[2] = {malloc(n * sizeof(float)), malloc(n * sizeof(float))};
+    struct lm_cuda_graph_stats st[2];
+    bool ok[2] = {false, false};
+    for (int k = 0; k < 2; k++) {
+        if (k == 0)
+            unsetenv("LAMINA_CUDA_GRAPHS");
+        else
+            setenv("LAMINA_CUDA_GRAPHS", "0", 1);
+        struct lm_cuda_graph_stats before, after;
+        lm_cuda_graph_stats(&before);
+        struct llama_context *ctx = api_ctx(m, 64, 64, true);
+        ok[k] = out[k] && ctx && decode(ctx, ids, N, 0, 1, out[k]);
+        llama_free(ctx);
+        lm_cuda_graph_stats(&after);
+        st[k].launched = after.launched - before.launched;
+        st[k].instantiated = after.instantiated - before.instantiated;
+        st[k].fallbacks = after.fallbacks - before.fallbacks;
+    }
+    unsetenv("LAMINA_CUDA_GRAPHS");
+    CHECKF(ok[0] && ok[1], "graphs: decode (graphs on %d, off %d)", ok[0], ok[1]);
+    size_t diff = 0;
+    for (size_t i = 0; ok[0] && ok[1] && i < n; i++)
+        diff += memcmp(&out[0][i], &out[1][i], sizeof(float)) != 0;
+    CHECKF(ok[0] && ok[1] && diff == 0, "graphs: %zu of %zu logits differ from the direct launches", diff, n);
+    /* the first tokens may fall back while the scratch slots grow; updates must carry most tokens */
+    CHECKF(st[0].launched >= N / 2, "graphs: %llu of %d tokens launched as a CUDA graph",
+           (unsigned long long)st[0].launched, N);
+    CHECKF(st[0].instantiated <= N / 4, "graphs: %llu instantiations for %llu launches (updates fail?)",
+           (unsigned long long)st[0].instantiated, (unsigned long long)st[0].launched);
+    CHECKF(st[1].launched == 0 && st[1].instantiated == 0 && st[1].fallbacks == 0,
+           "graphs: LAMINA_CUDA_GRAPHS=0 still captured (%llu launched)", (unsigned long long)st[1].launched);
+    printf("CUDA graphs, %d tokens one at a time: %llu launched, %llu instantiated, %llu fallbacks; "
+           "%zu logits differ with LAMINA_CUDA_GRAPHS=0\n",
+           N, (unsigned long long)st[0].launched, (unsigned long long)st[0].instantiated,
+           (unsigned long long)st[0].fallbacks, diff);
+    free(out[0]);
+    free(out[1]);
+    llama_free_model(m);
+}
+
 static void test_out_of_memory(void)
 {
     struct lm_buffer *buf = NULL;
@@ -232,6 +287,7 @@ int main(void)
     test_model("stories260K", "models/stories260K.gguf", story, NULL);
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++)
         test_fixture(fixtures[i]);
+    test_graphs();
     test_out_of_memory();
     return lm_test_summary();
 }
