@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "core/env.h"
 #include "core/log.h"
 #include "cpu/cpu.h"
 #ifdef LM_HAVE_CUDA
@@ -96,7 +97,7 @@ struct llama_model *llama_load_model_from_file(const char *path_model, struct ll
         .vocab_only = params.vocab_only,
         .use_mmap = params.use_mmap,
         .use_mlock = params.use_mlock,
-        .repack = getenv("LAMINA_NO_REPACK") == NULL,
+        .repack = !lm_env_flag(LM_ENV_NO_REPACK), /* read per model load */
         .progress = params.progress_callback,
         .progress_user = params.progress_callback_user_data,
         .kv_overrides = (const struct lm_kv_override *)params.kv_overrides,

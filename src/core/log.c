@@ -1,6 +1,8 @@
 /* log.c - default stderr sink and the redirectable log path. */
 #include "core/log.h"
 
+#include "core/env.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,20 +23,6 @@ void lm_log_set_level(enum lm_log_level level)
     min_level = (int)level;
 }
 
-static int default_level(void)
-{
-    const char *e = getenv("LAMINA_LOG");
-    if (!e)
-        return LM_LOG_INFO;
-    if (!strcmp(e, "debug"))
-        return LM_LOG_DEBUG;
-    if (!strcmp(e, "warn"))
-        return LM_LOG_WARN;
-    if (!strcmp(e, "error"))
-        return LM_LOG_ERROR;
-    return LM_LOG_INFO;
-}
-
 void lm_log(enum lm_log_level level, const char *fmt, ...)
 {
     char buf[1024];
@@ -47,7 +35,7 @@ void lm_log(enum lm_log_level level, const char *fmt, ...)
         return;
     }
     if (min_level < 0)
-        min_level = default_level();
+        min_level = lm_env_level(LM_ENV_LOG); /* read once, then cached (core/env.c) */
     if ((int)level <= min_level)
         fputs(buf, stderr);
 }

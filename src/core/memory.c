@@ -1,6 +1,8 @@
 /* memory.c - large buffers on huge pages where the system offers them. */
 #include "core/memory.h"
 
+#include "core/env.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,17 +12,11 @@
 
 #define HUGE_PAGE ((size_t)2 << 20)
 
-static int hugepages_wanted(void)
-{
-    const char *e = getenv("LAMINA_HUGEPAGES");
-    return !(e && e[0] == '0');
-}
-
 void *lm_alloc_large(size_t size, size_t align)
 {
     if (size == 0)
         return NULL;
-    if (size < HUGE_PAGE || !hugepages_wanted()) {
+    if (size < HUGE_PAGE || !lm_env_flag(LM_ENV_HUGEPAGES) /* read per call */) {
         const size_t rounded = (size + align - 1) & ~(align - 1);
         return rounded < size ? NULL : aligned_alloc(align, rounded);
     }

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/env.h"
 #include "cpu/ops/ops.h"
 
 static bool f32_rows(const struct lm_tensor *t) { return t->type == LM_TYPE_F32 && t->nb[0] == sizeof(float); }
@@ -97,13 +98,13 @@ void lm_cpu_op_fused(const struct lm_cpu_params *p, enum lm_cpu_fuse kind, struc
         silu_mul(p, a, b);
 }
 
-static atomic_int fuse_mode = -1; /* -1: not decided yet (read the environment) */
+static atomic_int fuse_mode = -1; /* -1: not decided yet (read LAMINA_NO_FUSE once, then cached) */
 
 bool lm_cpu_fuse_enabled(void)
 {
     int m = atomic_load(&fuse_mode);
     if (m < 0) {
-        m = getenv("LAMINA_NO_FUSE") == NULL;
+        m = !lm_env_flag(LM_ENV_NO_FUSE);
         atomic_store(&fuse_mode, m);
     }
     return m != 0;

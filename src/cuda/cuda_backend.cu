@@ -25,6 +25,7 @@
 
 #include <atomic>
 
+#include "core/env.h"
 #include "core/log.h"
 #include "core/op_rules.h"
 #include "cuda/cuda.h"
@@ -663,8 +664,7 @@ static lm_status backend_new(int device, lm_backend_t *out)
     snprintf(b->name, sizeof b->name, "cuda%d", device);
     b->be.iface = cuda_backend_i;
     b->be.context = &b->c;
-    const char *env = getenv("LAMINA_CUDA_GRAPHS");
-    b->graphs = !env || strcmp(env, "0") != 0;
+    b->graphs = lm_env_flag(LM_ENV_CUDA_GRAPHS) != 0; /* read per backend creation (core/env.c) */
     lm_status st = LM_OK;
     int n_sm = 0, optin = 0;
     if (failed(cudaSetDevice(device), "cudaSetDevice") ||

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/env.h"
 #include "model/build.h"
 
 static struct lm_tensor *input(struct lm_build *b, struct lm_tensor *t, const char *name)
@@ -139,11 +140,10 @@ static void store_kv(struct lm_build *b, int il, struct lm_tensor *k, struct lm_
     lm_graph_expand(b->graph, lm_cpy(ctx, vt, vdst));
 }
 
-/* The fused ATTN op serves these cache types unless LAMINA_ATTN=unfused. */
+/* The fused ATTN op serves these cache types unless LAMINA_ATTN=unfused (read per graph build). */
 static bool attn_fused(enum lm_type tk, enum lm_type tv)
 {
-    const char *e = getenv("LAMINA_ATTN");
-    if (e && strcmp(e, "unfused") == 0)
+    if (strcmp(lm_env_word_name(LM_ENV_ATTN), "unfused") == 0) /* "fused" when unset or another value */
         return false;
     return (tk == LM_TYPE_F32 || tk == LM_TYPE_F16 || tk == LM_TYPE_BF16) &&
            (tv == LM_TYPE_F32 || tv == LM_TYPE_F16 || tv == LM_TYPE_BF16);

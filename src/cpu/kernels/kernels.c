@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/env.h"
 #include "cpu/kernels/gemm.h"
 #include "cpu/kernels/kernels.h"
 
@@ -134,9 +135,9 @@ static void build_tables(void)
 #endif
     (void)f;
     int start = (int)best; /* LAMINA_ISA may name a lower level to start at */
-    const char *env = getenv("LAMINA_ISA");
-    for (int i = 0; env && i < (int)best; i++)
-        if (strcmp(env, isa_names[i]) == 0)
+    const char *want = lm_env_word_name(LM_ENV_ISA); /* NULL: unset or not a level's name */
+    for (int i = 0; want && i < (int)best; i++)
+        if (strcmp(want, isa_names[i]) == 0)
             start = i;
     atomic_store(&g_active, start);
 }

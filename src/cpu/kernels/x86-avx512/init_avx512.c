@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "avx512_util.h"
+#include "core/env.h"
 #include "cpu/cpu.h"
 #include "cpu/kernels/gemm.h"
 #include "cpu/kernels/kernels.h"
@@ -18,10 +19,10 @@ int lm_avx512_kq_prefetch_one = 1024; /* avx512_util.h */
 /* Overrides the AVX-512 slots of k (a copy of the AVX2 table). */
 void lm_cpu_kernels_init_avx512(struct lm_cpu_kernels *k)
 {
-    const char *pf = getenv("LAMINA_PREFETCH");
+    const int pf = lm_env_flag(LM_ENV_PREFETCH); /* 0, 1 or LM_ENV_AUTO; once per process (tables built once) */
     const struct lm_cpu_features *cf = lm_cpu_features();
     const bool zen34 = cf->amd && cf->family == 25; /* measured faster without: avx512_util.h */
-    lm_avx512_prefetch = pf && (strcmp(pf, "0") == 0 || strcmp(pf, "1") == 0) ? pf[0] == '1' : !zen34;
+    lm_avx512_prefetch = pf != LM_ENV_AUTO ? pf == 1 : !zen34;
     /* vec_dot of every weight type but F32 (VNNI integer parts); F16/BF16 rows */
     /* F32 keeps the AVX2 dot: with lm_vec_dot_f32_avx512 a multi-sequence batch
      * of stories260K (F32 weights) differs from decoding the tokens one at a

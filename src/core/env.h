@@ -1,0 +1,96 @@
+/* env.h - the LAMINA_* environment switches: one table, one parser.
+ *
+ * Every LAMINA_* variable the library reads is a row of the table in env.c
+ * (name, kind, default, accepted words, meaning, when it is read), and env.c
+ * holds the library's only getenv() of them; tests/core/test_env.c checks
+ * that no other file in src/ passes a LAMINA_* name to getenv() and that every row is
+ * documented in docs/architecture.md ("Environment switches").
+ *
+ * The accessors parse the variable at each call: they cache nothing. When a
+ * switch is read (once per process, per model load, per backend, per graph
+ * build) is the reader's business, written in the table's `when`; a reader
+ * that caches (log.c, fuse.c, the kernel tables) says so there.
+ *
+ * Kinds:
+ *   LM_ENV_FLAG_SET    on when the variable is set at all (any value, even
+ *                      empty or "0"); off when unset.
+ *   LM_ENV_FLAG_01     exactly "0" is off, exactly "1" is on; unset or
+ *                      anything else is the default (which may be
+ *                      LM_ENV_AUTO: the reader decides).
+ *   LM_ENV_FLAG_LEAD0  a value that begins with '0' is off; unset or
+ *                      anything else is the default.
+ *   LM_ENV_WORD        one of the row's words (exact, case-sensitive): its
+ *                      index; unset or anything else is the default index
+ *                      (LM_ENV_AUTO: none).
+ *   LM_ENV_LEVEL       like WORD, but each word stands for a number (the
+ *                      row's levels) and the result is that number.
+ * Values outside a switch's accepted set are ignored silently (the default
+ * applies), as they always were.
+ */
+#ifndef LM_CORE_ENV_H
+#define LM_CORE_ENV_H
+
+#ifdef __cplusplus
+extern "C" { /* the CUDA backend (C++) reads LAMINA_CUDA_GRAPHS */
+#endif
+
+enum lm_env_id {
+    LM_ENV_LOG,         /* LAMINA_LOG: the default log sink's level */
+    LM_ENV_ISA,         /* LAMINA_ISA: start the CPU kernels at a lower level */
+    LM_ENV_PREFETCH,    /* LAMINA_PREFETCH: AVX-512 software prefetch on/off */
+    LM_ENV_HUGEPAGES,   /* LAMINA_HUGEPAGES: huge-page advice for large buffers */
+    LM_ENV_NO_REPACK,   /* LAMINA_NO_REPACK: load CPU weights plain */
+    LM_ENV_NO_FUSE,     /* LAMINA_NO_FUSE: no fused node pairs on the CPU */
+    LM_ENV_ATTN,        /* LAMINA_ATTN: fused ATTN op or the unfused graph */
+    LM_ENV_CUDA_GRAPHS, /* LAMINA_CUDA_GRAPHS: decode through CUDA graphs */
+    LM_ENV_COUNT
+};
+
+enum lm_env_kind {
+    LM_ENV_FLAG_SET,
+    LM_ENV_FLAG_01,
+    LM_ENV_FLAG_LEAD0,
+    LM_ENV_WORD,
+    LM_ENV_LEVEL,
+};
+
+#define LM_ENV_AUTO (-1) /* a default that leaves the choice to the reader */
+#define LM_ENV_MAX_WORDS 4
+
+/* One switch. words/levels end at the first NULL word (WORD, LEVEL only). */
+struct lm_env_switch {
+    const char *name; /* "LAMINA_ATTN" */
+    enum lm_env_kind kind;
+    int def;                             /* flag: 0, 1 or LM_ENV_AUTO; WORD: index or LM_ENV_AUTO; LEVEL: number */
+    const char *words[LM_ENV_MAX_WORDS]; /* WORD, LEVEL: the accepted values */
+    int levels[LM_ENV_MAX_WORDS];        /* LEVEL: the number of each word */
+    const char *meaning;                 /* one line */
+    const char *when;                    /* when the library reads it, and whether it caches it */
+};
+
+/* The row of a switch, or NULL when id is out of range. Static; thread-safe. */
+const struct lm_env_switch *lm_env_switch(enum lm_env_id id);
+
+/* A flag switch (kind LM_ENV_FLAG_*) now: 1 on, 0 off, or the row's default
+ * (LM_ENV_AUTO for LAMINA_PREFETCH) when unset or not an accepted value.
+ * Thread-safe as getenv() is (not against a concurrent setenv). */
+int lm_env_flag(enum lm_env_id id);
+
+/* A WORD switch now: the index of its value in the row's words, or the
+ * row's default (LM_ENV_AUTO: none) when unset or not one of them.
+ * Thread-safe as getenv() is. */
+int lm_env_word(enum lm_env_id id);
+
+/* A WORD switch's value now as the row's word (static), or NULL when it is
+ * unset or not one of them and the default is LM_ENV_AUTO. */
+const char *lm_env_word_name(enum lm_env_id id);
+
+/* A LEVEL switch now: the number of its word, or the row's default when
+ * unset or not one of them. Thread-safe as getenv() is. */
+int lm_env_level(enum lm_env_id id);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
