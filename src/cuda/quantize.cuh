@@ -25,6 +25,7 @@
 #include "cuda/elem.cuh"
 #include "core/fp16.h"
 #include "quant/blocks.h"
+#include "quant/internal.h"
 
 /* a * b, a + b, a / b, each rounded once (never fused). */
 static __host__ __device__ __forceinline__ float q_mul(float a, float b)
@@ -63,42 +64,12 @@ static __host__ __device__ __forceinline__ float q_div(float a, float b)
 #endif
 }
 
-/* (int32_t)v as cvttss2si computes it: truncation, INT32_MIN for NaN and out
- * of range (quant/internal.h's lm_quant_trunc_i32). */
-static __host__ __device__ __forceinline__ int32_t q_trunc_i32(float v)
-{
-    if (v > -2147483648.f && v < 2147483648.f)
-        return (int32_t)v;
-    return INT32_MIN;
-}
-
-/* The low 8 bits of v as an int8 (lm_quant_wrap_i8). */
-static __host__ __device__ __forceinline__ int8_t q_wrap_i8(int32_t v)
-{
-    const int32_t b = v & 0xff;
-    return (int8_t)(b >= 128 ? b - 256 : b);
-}
-
-/* min(top, (int8_t)trunc(v)) as a byte (legacy.c's clamp_i8). */
+/* min(top, (int8_t)trunc(v)) as a byte (legacy.c's clamp_i8; the truncation
+ * and wrap are quant/internal.h's, x86's cvttss2si and a narrowing cast). */
 static __host__ __device__ __forceinline__ uint8_t q_clamp_i8(float v, int top)
 {
-    const int w = q_wrap_i8(q_trunc_i32(v));
+    const int w = lm_quant_wrap_i8(lm_quant_trunc_i32(v));
     return (uint8_t)(top < w ? top : w);
-}
-
-/* The element of x[0..32) with the largest magnitude, the first on ties,
- * NaN never winning, 0 when all are 0 (lm_quant_signed_absmax). */
-static __host__ __device__ __forceinline__ float q_signed_absmax(const float *x)
-{
-    float a = 0.0f, max = 0.0f;
-    for (int j = 0; j < LM_QK; j++) {
-        const float ax = fabsf(x[j]);
-        if (ax > a) {
-            a = ax;
-            max = x[j];
-        }
-    }
-    return max;
 }
 
 /* min and max of x[0..32) (legacy.c's min_max: NaN never replaces them). */
@@ -140,7 +111,7 @@ static __host__ __device__ __forceinline__ float q8_codes(const float *x, int8_t
     const float d = q_div(amax, 127.0f);
     const float id = d != 0.0f ? q_div(1.0f, d) : 0.0f;
     for (int j = 0; j < LM_QK; j++)
-        qs[j] = q_wrap_i8(q_trunc_i32(roundf(q_mul(x[j], id))));
+        qs[j] = lm_quant_wrap_i8(lm_quant_trunc_i32(roundf(q_mul(x[j], id))));
     return d;
 }
 
@@ -163,7 +134,7 @@ static __host__ __device__ __forceinline__ void quantize_block(const float *x, s
 
 static __host__ __device__ __forceinline__ void quantize_block(const float *x, struct lm_block_q4_0 *y)
 {
-    const float d = q_div(q_signed_absmax(x), -8.0f);
+    const float d = q_div(lm_quant_signed_absmax(LM_QK, x, NULL), -8.0f);
     const float id = d != 0.0f ? q_div(1.0f, d) : 0.0f;
     y->d = lm_fp32_to_fp16(d);
     for (int j = 0; j < LM_QK / 2; j++) {
@@ -191,7 +162,7 @@ static __host__ __device__ __forceinline__ void quantize_block(const float *x, s
 static __host__ __device__ __forceinline__ void quantize_block(const float *x, struct lm_block_q5_0 *y)
 {
     uint8_t L[LM_QK];
-    const float d = q_div(q_signed_absmax(x), -16.0f);
+    const float d = q_div(lm_quant_signed_absmax(LM_QK, x, NULL), -16.0f);
     const float id = d != 0.0f ? q_div(1.0f, d) : 0.0f;
     y->d = lm_fp32_to_fp16(d);
     for (int j = 0; j < LM_QK; j++)
@@ -209,7 +180,7 @@ static __host__ __device__ __forceinline__ void quantize_block(const float *x, s
     y->d = lm_fp32_to_fp16(d);
     y->m = lm_fp32_to_fp16(min);
     for (int j = 0; j < LM_QK; j++) /* (uint8_t)(v + 0.5f): no clamp, as the reference */
-        L[j] = (uint8_t)(q_trunc_i32(q_add(q_mul(q_sub(x[j], min), id), 0.5f)) & 0xff);
+        L[j] = (uint8_t)(lm_quant_trunc_i32(q_add(q_mul(q_sub(x[j], min), id), 0.5f)) & 0xff);
     q_pack_5bit(L, y->qs, y->qh);
 }
 

@@ -21,16 +21,24 @@
  * GCC in ISO C mode (the build's -std=c11) already does not contract; clang
  * does by default (-ffp-contract=on) when FMA is available (LM_NATIVE), so
  * turn contraction off with the standard pragma there, and for GCC in GNU
- * mode with its optimize pragma. Every quant/ .c file includes this header. */
+ * mode with its optimize pragma. Every quant/ .c file includes this header.
+ * The CUDA encoders (cuda/quantize.cuh) include it for the small helpers
+ * below (LM_HOSTDEV, core/fp16.h) and round each operation explicitly; the
+ * optimize pragma would apply to every later function of their file, so nvcc
+ * does not see it. */
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
+#elif defined(__GNUC__) && !defined(__CUDACC__)
 #pragma GCC optimize("fp-contract=off")
+#endif
+
+#ifdef __cplusplus
+extern "C" {
 #endif
 
 /* Round to nearest (ties to even) via the 1.5*2^23 trick, as ggml does; valid
  * for |f| <= 4194303, defined (garbage but no UB) outside. */
-static inline int lm_quant_nearest_int(float f)
+static inline LM_HOSTDEV int lm_quant_nearest_int(float f)
 {
     float v = f + 12582912.f;
     int32_t i;
@@ -38,12 +46,12 @@ static inline int lm_quant_nearest_int(float f)
     return (i & 0x007fffff) - 0x00400000;
 }
 
-static inline int lm_quant_imax(int a, int b) { return a > b ? a : b; }
-static inline int lm_quant_imin(int a, int b) { return a < b ? a : b; }
+static inline LM_HOSTDEV int lm_quant_imax(int a, int b) { return a > b ? a : b; }
+static inline LM_HOSTDEV int lm_quant_imin(int a, int b) { return a < b ? a : b; }
 
 /* (int)v as x86's cvttss2si computes it: truncation, and INT32_MIN for NaN or
  * out-of-range values (where a C cast would be undefined behaviour). */
-static inline int32_t lm_quant_trunc_i32(float v)
+static inline LM_HOSTDEV int32_t lm_quant_trunc_i32(float v)
 {
     if (v > -2147483648.f && v < 2147483648.f)
         return (int32_t)v;
@@ -53,7 +61,7 @@ static inline int32_t lm_quant_trunc_i32(float v)
 /* The low 8 bits of v as a two's complement int8 (what a narrowing cast does
  * on every target lamina supports, spelled out to avoid implementation-defined
  * conversions). */
-static inline int8_t lm_quant_wrap_i8(int32_t v)
+static inline LM_HOSTDEV int8_t lm_quant_wrap_i8(int32_t v)
 {
     int32_t b = v & 0xff;
     return (int8_t)(b >= 128 ? b - 256 : b);
@@ -62,7 +70,7 @@ static inline int8_t lm_quant_wrap_i8(int32_t v)
 /* The element of x[0..n) with the largest magnitude (the first one on ties;
  * NaN never wins; 0 when all are 0 or NaN); *amax (if not NULL) gets that
  * magnitude. */
-static inline float lm_quant_signed_absmax(int n, const float *x, float *amax)
+static inline LM_HOSTDEV float lm_quant_signed_absmax(int n, const float *x, float *amax)
 {
     float a = 0.0f, max = 0.0f;
     for (int i = 0; i < n; i++) {
@@ -162,5 +170,9 @@ bool lm_quant_iq2_ready(bool xs);
 /* Shared by the K-quant files: pack 256 2-bit codes L[0..256) (values 0..3)
  * into qs[64] (byte l of group g: elements 128g + l + 32s at bit 2s). */
 void lm_quant_pack_2bit(const uint8_t *L, uint8_t *qs);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -6,8 +6,9 @@
  * attn_round, attn_slope) plus its host planning (attn_plan_of,
  * lm_cu_supports_attn). It checks:
  *   - attn_slope against ref's formula (ref/ops_attention.c alibi_slope,
- *     transcribed: bit-equal) and the CPU's float one (ops.h; its powf of a
- *     rounded m0 errs by up to ~(h + 1) 2^-24, so to 1e-5);
+ *     transcribed: bit-equal) and the CPU's float one (lm_cpu_alibi_slope
+ *     of cpu/ops/ops.h, called; its powf of a rounded m0 errs by up to
+ *     ~(h + 1) 2^-24, so to 1e-5);
  *   - attn_round against core/fp16.h's conversions;
  *   - attn_stats_merge: random score sets cut into random pieces (empty and
  *     all-hidden ones included), merged left to right and as a tree, against
@@ -34,6 +35,7 @@
 #include <string.h>
 
 #include "cuda/ops_attn.cu"
+#include "cpu/ops/ops.h" /* lm_cpu_alibi_slope */
 
 #define B_ATTN 1e-9 /* tests/ops/test_ops.c */
 /* What double scores give: p is ref's to ~1e-15, so an F16/BF16 rounding of
@@ -72,7 +74,7 @@ static float frand(float lo, float hi) { return lo + (hi - lo) * (float)(rnd() >
 
 static const char *tname(enum lm_type t) { return t == LM_TYPE_F16 ? "f16" : t == LM_TYPE_BF16 ? "bf16" : "f32"; }
 
-/* ---- ref's formulas, transcribed (ref/ops_attention.c, cpu/ops/ops.h) ---- */
+/* ---- ref's formulas, transcribed (ref/ops_attention.c) ---- */
 
 static double ref_slope(double max_bias, int64_t n_head, int64_t h)
 {
@@ -84,16 +86,6 @@ static double ref_slope(double max_bias, int64_t n_head, int64_t h)
     const double m0 = pow(2.0, -max_bias / (double)n);
     const double m1 = pow(2.0, -max_bias / 2.0 / (double)n);
     return h < n ? pow(m0, (double)(h + 1)) : pow(m1, (double)(2 * (h - n) + 1));
-}
-
-static float cpu_slope(float max_bias, int64_t n_head, int64_t h)
-{
-    if (max_bias <= 0.0f)
-        return 1.0f;
-    const uint32_t n = 1u << (uint32_t)floorf(log2f((float)n_head));
-    const float m0 = powf(2.0f, -max_bias / (float)n);
-    const float m1 = powf(2.0f, -(max_bias / 2.0f) / (float)n);
-    return h < (int64_t)n ? powf(m0, (float)(h + 1)) : powf(m1, (float)(2 * (h - (int64_t)n) + 1));
 }
 
 static double ref_round(enum lm_type t, double x)
@@ -116,7 +108,7 @@ static void test_slope(void)
         for (int64_t nh = 1; nh <= 64; nh++)
             for (int64_t h = 0; h < nh; h++) {
                 const double s = attn_slope(biases[b], nh, h), r = ref_slope(biases[b], nh, h);
-                const float c = cpu_slope(biases[b], nh, h);
+                const float c = lm_cpu_alibi_slope(biases[b], nh, h);
                 CHECK(s == r, "slope(%g, %lld, %lld) = %.17g, ref %.17g", biases[b], (long long)nh, (long long)h, s, r);
                 CHECK(fabs((float)s - c) <= 1e-5 * fabs(c), "slope(%g, %lld, %lld) = %.9g, cpu %.9g", biases[b],
                       (long long)nh, (long long)h, (float)s, c);

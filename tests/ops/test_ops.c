@@ -447,25 +447,43 @@ static void gen_mul_mat(struct runner *R)
         }
 }
 
-static void gen_mul_mat_id(struct runner *R)
+/* n MUL_MAT_ID cases per weight type with token counts from ts[0..n_ts);
+ * every bad_every-th case has some ids out of range. */
+static void mul_mat_id_cases(struct runner *R, int n, const int64_t *ts, int n_ts, int bad_every)
 {
     for (int t = 0; t < N_WEIGHT_TYPES; t++)
-        for (int c = 0; c < 10; c++) {
+        for (int c = 0; c < n; c++) {
             struct ut_spec s = spec(UT_K_MUL_MAT_ID, 0);
             s.type = weight_types[t];
             const int64_t k = lm_type_blck(s.type) == 1 ? PICK(dim0_list) : lm_type_blck(s.type) * (rint_(R, 2) + 1);
-            static const int64_t ms[] = {1, 3, 8, 17}, es[] = {1, 2, 3, 5, 8}, ts[] = {1, 2, 3, 7};
-            const int64_t e = PICK(es), n_used = rint_(R, e < 4 ? e : 4) + 1, nt = PICK(ts);
+            static const int64_t ms[] = {1, 3, 8, 17}, es[] = {1, 2, 3, 5, 8};
+            const int64_t e = PICK(es), n_used = rint_(R, e < 4 ? e : 4) + 1, nt = pick(R, ts, n_ts);
             const int64_t as[4] = {k, PICK(ms), e, 1}, b[4] = {k, rint_(R, 2) ? n_used : 1, nt, 1};
             memcpy(s.ne, as, sizeof as);
             memcpy(s.ne2, b, sizeof b);
             s.n[0] = n_used;
-            s.n[1] = c % 4 == 3; /* some ids out of range */
+            s.n[1] = c % bad_every == bad_every - 1; /* some ids out of range */
             s.lay[0] = ut_rng_layout_rows(&R->master);
             s.lay[1] = ut_rng_layout(&R->master);
             s.lay[2] = rint_(R, 2) ? UT_TRANSPOSE : UT_CONT;
             run_case(R, &s, bound_mul_mat(s.type));
         }
+}
+
+static void gen_mul_mat_id(struct runner *R)
+{
+    static const int64_t ts[] = {1, 2, 3, 7};
+    mul_mat_id_cases(R, 10, ts, 4, 4);
+}
+
+/* MUL_MAT_ID batches of 9 to 64 tokens: more than the CUDA backend's matvec
+ * takes, so there the grouped path (pairs sorted by expert, one GEMM per
+ * expert), with experts often left without pairs. Run after every other
+ * generator, so that the cases drawn before it was added keep their draws. */
+static void gen_mul_mat_id_batch(struct runner *R)
+{
+    static const int64_t ts[] = {9, 12, 16, 33, 64};
+    mul_mat_id_cases(R, 4, ts, 5, 2);
 }
 
 static void gen_get_rows(struct runner *R)
@@ -955,6 +973,7 @@ int main(void)
 #else
         (void)gen_train; /* training ops run on the CPU (the CUDA backend refuses them) */
 #endif
+        gen_mul_mat_id_batch(&R);
     }
 #if defined(LM_OPS_CUDA)
     printf("%d cases compared: ref vs cuda0\n", R.n_cases);
