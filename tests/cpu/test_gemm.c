@@ -798,7 +798,10 @@ static int exact_panel_case(enum lm_type type, int64_t K, int ng, int N, bool ex
     float *xf = malloc(sizeof(float) * (size_t)(K * N)), *got = malloc(sizeof(float) * ldc * (size_t)(N + 1));
     float *want = malloc(sizeof(float) * (size_t)LM_GEMM_MAX_NC * LM_REPACK_ROWS);
     int runs = 0;
-    craft_legacy(type, plain, M, K, extreme);
+    if (is_k(type))
+        craft_weights(type, plain, M, K, extreme);
+    else
+        craft_legacy(type, plain, M, K, extreme);
     lm_repack_rows(type, plain, packed, M, K);
     for (int64_t c = 0; c < N; c++)
         for (int64_t i = 0; i < K; i++)
@@ -815,7 +818,7 @@ static int exact_panel_case(enum lm_type type, int64_t K, int ng, int N, bool ex
         for (int64_t c = 0; c < N; c++) {
             tk->panel_from_float(xf + c * K, pact + (size_t)c * by, K);
             enc(xf + c * K, gact + (size_t)c * gy, K);
-            for (int64_t b = 0; b < nb; b++) {
+            for (int64_t b = 0; !is_k(type) && b < nb; b++) { /* K-quants: the Q8_K rows' own bsums */
                 int sum = 0;
                 for (int t = 0; t < LM_QK; t++)
                     sum += ((const struct lm_block_q8_0 *)(gact + (size_t)c * gy))[b].qs[t];
@@ -860,13 +863,14 @@ static int exact_panel_case(enum lm_type type, int64_t K, int ng, int N, bool ex
 static void test_exact_panel(enum lm_type type)
 {
     static const int Ns[] = {1, 2, 3, 7, 8, 9, 16, 17, 63, 64, 65, 70, 130};
-    static const int64_t Ks[] = {32, 96, 2048};
+    static const int64_t Ks_legacy[] = {32, 96, 2048}, Ks_k[] = {256, 768, 2048};
+    const int64_t *Ks = is_k(type) ? Ks_k : Ks_legacy;
     int runs = 0;
     for (int ng = 1; ng <= 5; ng++)
         for (size_t in = 0; in < sizeof Ns / sizeof Ns[0]; in++)
             runs += exact_panel_case(type, Ks[(ng + in) % 3], ng, Ns[in], false);
     runs += exact_panel_case(type, 2048, 3, 17, true);
-    runs += exact_panel_case(type, 96, 2, 9, true);
+    runs += exact_panel_case(type, Ks[1], 2, 9, true);
     printf("%s: %d exact panel runs bit-identical to gemm_x8%s\n", lm_type_name(type), runs,
            runs ? "" : " (no level has an exact panel here: skipped)");
 }
@@ -875,6 +879,7 @@ int main(void)
 {
     test_exact_panel(LM_TYPE_Q4_0);
     test_exact_panel(LM_TYPE_Q8_0);
+    test_exact_panel(LM_TYPE_Q4_K);
     test_kernels_int(LM_TYPE_Q4_0);
     test_kernels_int(LM_TYPE_Q8_0);
     test_gemv(LM_TYPE_Q4_0);

@@ -410,6 +410,11 @@ void lm_panel_from_float_q4_0_avx512(const float *x, void *y, int64_t n); /* n %
 void lm_panel_from_float_q8_0_avx512(const float *x, void *y, int64_t n);
 size_t lm_panel_row_size_q8_avx512(int64_t k);
 size_t lm_gemm_panel_scratch_q8_avx512(int64_t k);
+/* The VNNI panel GEMM of q4_Kx8 (gemm_panel_avx512.c): gemm_x8's bits; its
+ * activation rows are the gemm path's Q8_K rows. */
+void lm_gemm_panel_q4_Kx8_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc,
+                                 const void *x, const void *y, size_t by, int64_t n, void *scratch);
+size_t lm_panel_row_size_q8_K_avx512(int64_t k);
 void lm_dequantize_row_q2_K_avx512(const void *x, float *y, int64_t n);
 void lm_dequantize_row_q3_K_avx512(const void *x, float *y, int64_t n);
 void lm_dequantize_row_q4_K_avx512(const void *x, float *y, int64_t n);

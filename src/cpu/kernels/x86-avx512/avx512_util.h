@@ -31,6 +31,16 @@
  * Q4_K_M 32-41 / 52-55). LAMINA_PREFETCH=0|1 overrides it (docs/kernels.md). */
 extern bool lm_avx512_prefetch;
 
+/* A fresh zero register (a vpxord zero idiom: no execution port). GCC
+ * otherwise keeps one zero register and copies it (a vmovdqa32 uop) for
+ * every accumulator chain that starts from zero. */
+static inline __m512i lm_avx512_zero(void)
+{
+    __m512i z;
+    __asm__ volatile("vpxord %0, %0, %0" : "=v"(z));
+    return z;
+}
+
 /* Bytes ahead that the K-quant gemm_x8 prefetches the weights of one column
  * in a burst per super-block (gemm_kquant_avx512.c; Zen 5 runs token
  * generation through it). Set by lm_cpu_gemm_init_avx512_int8 (gemm_avx512.c)

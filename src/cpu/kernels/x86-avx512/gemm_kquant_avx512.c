@@ -29,8 +29,8 @@
  * same order): results are bit-identical to them (tests/cpu/test_gemm.c).
  *
  * Code: the sub-block loop is fully unrolled (#pragma GCC unroll) and each
- * zero-start chain gets its own zero idiom (zero()); without either GCC kept
- * a loop with register copies (Q3_K 127 -> 158 GMAC/s). Q6_K sums pairs with
+ * zero-start chain gets its own zero idiom (lm_avx512_zero()); without either
+ * GCC kept a loop with register copies (Q3_K 127 -> 158 GMAC/s). Q6_K sums pairs with
  * vpmaddubsw + vpaddw (4 products per int16, no zero chains): 99 -> 131.
  * All 16 columns in one group (each code register unpacked once per call):
  * Q6_K 140 -> 154, Q3_K 147 -> 167 vs groups of 8 (groups of 4: slower).
@@ -70,16 +70,6 @@ struct kdec {
     __m512i sc[16];
     __m512i bs[4];
 };
-
-/* A fresh zero register (a vpxord zero idiom: no execution port). GCC
- * otherwise keeps one zero register and copies it (a vmovdqa32 uop) for
- * every accumulator chain that starts from zero. */
-static inline __m512i zero(void)
-{
-    __m512i z;
-    __asm__ volatile("vpxord %0, %0, %0" : "=v"(z));
-    return z;
-}
 
 /* 8 activation bytes broadcast to every qword (a vpbroadcastq load). */
 static inline __m512i bq8(const void *p)
@@ -303,13 +293,13 @@ static inline __attribute__((always_inline)) void kq_isums(enum kt t, const void
         for (int c = 0; c < nc; c++) {
             const int8_t *aq = a[c]->qs + (k4 ? 32 : 16) * j;
             if (t == KT_Q4) {
-                __m512i s = _mm512_dpbusd_epi32(zero(), q[0], bq8(aq));
+                __m512i s = _mm512_dpbusd_epi32(lm_avx512_zero(), q[0], bq8(aq));
                 for (int m = 1; m < 4; m++)
                     s = _mm512_dpbusd_epi32(s, q[m], bq8(aq + 8 * m));
                 isum[c] = _mm512_dpwssd_epi32(isum[c], s, d->sc[j]);
             } else if (t == KT_Q5) {
                 for (int hf = 0; hf < 2; hf++) {
-                    __m512i s = _mm512_dpbusd_epi32(zero(), q[2 * hf], bq8(aq + 16 * hf));
+                    __m512i s = _mm512_dpbusd_epi32(lm_avx512_zero(), q[2 * hf], bq8(aq + 16 * hf));
                     s = _mm512_dpbusd_epi32(s, q[2 * hf + 1], bq8(aq + 16 * hf + 8));
                     isum[c] = _mm512_dpwssd_epi32(isum[c], s, d->sc[j]);
                 }
@@ -317,7 +307,7 @@ static inline __attribute__((always_inline)) void kq_isums(enum kt t, const void
                 const __m512i p0 = _mm512_maddubs_epi16(q[0], bq8(aq)), p1 = _mm512_maddubs_epi16(q[1], bq8(aq + 8));
                 isum[c] = _mm512_dpwssd_epi32(isum[c], _mm512_add_epi16(p0, p1), d->sc[j]);
             } else {
-                __m512i s = _mm512_dpbusd_epi32(zero(), q[0], bq8(aq));
+                __m512i s = _mm512_dpbusd_epi32(lm_avx512_zero(), q[0], bq8(aq));
                 s = _mm512_dpbusd_epi32(s, q[1], bq8(aq + 8));
                 isum[c] = _mm512_dpwssd_epi32(isum[c], s, d->sc[j]);
             }

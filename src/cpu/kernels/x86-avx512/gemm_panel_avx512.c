@@ -22,15 +22,29 @@
  * Numerics: per row, column and block the exact integer dot (offset start,
  * |lane| < 2^21), then acc = fma((float)isum, d_w * d_a, acc) in block
  * order: the operations of the gemm_x8 and gemv_x8 kernels of this level and
- * of the AVX2 level, so every output has their bits (tests/cpu/test_gemm_vnni
+ * of the AVX2 level, so every output has their bits (tests/cpu/test_gemm.c
  * checks it), whatever the tile, the thread split or the batch: a sequence
  * decoded alone (gemv) and in a batch (panel) gets the same logits.
+ *
+ * Q4_K (q4_Kx8 groups, Q8_K activation rows as the gemm_x8 path encodes
+ * them): the same 16-row tiles. Chunk 8p + c of a group's codes holds, in
+ * dword r, row r's 4 codes of elements 4c..4c+3 of sub-blocks 2p (low
+ * nibbles) and 2p + 1 (high), so chunk16 and a nibble mask give the 16 rows'
+ * codes of one sub-block quad, against a 4-byte broadcast of the column's
+ * activations. A 32-element sub-block dot of codes <= 15 and activations in
+ * [-128, 127] can reach 61440, past int16, so each sub-block runs two chains
+ * of 4 vpdpbusd (16 elements, <= 30720) and each goes into the int32 sum by
+ * vpdpwssd against (scale, 0) per dword; the mins by vpdpwssd of (min, min)
+ * against the two bsums of the sub-block. Per super-block and column, in
+ * float, acc = fma(d_r d_a, isum, acc), then acc = fnmadd(dmin_r d_a, msum,
+ * acc): gemm_kquant_avx512.c's integers and float operations, so its bits.
  */
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "avx512_util.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu/repack.h"
 #include "quant/blocks.h"
@@ -162,6 +176,139 @@ static inline __attribute__((always_inline)) void panel(bool q8, int64_t k, int6
         }
     }
 }
+
+/* ---- Q4_K ---- */
+
+/* The 16 rows' (x0: rows 0-7, x1: rows 8-15) 6-bit scales (sc[j]: (s, 0) per
+ * dword) and mins (mn[j]: (m, m)) of the 8 sub-blocks of one super-block.
+ * Entry 16p + 2r + e of a group's sc[64] is row r, sub-block 2p + e (top 2
+ * bits: the min's bits 4-5), its mn[16 (p % 2) + 2r + e] the min's low bits
+ * in nibble p / 2 (as k4_decode in gemm_kquant_avx512.c). */
+static inline __attribute__((always_inline)) void k4_scales16(const struct lm_block_q4_Kx8 *x0,
+                                                              const struct lm_block_q4_Kx8 *x1, __m512i sc[8],
+                                                              __m512i mn[8])
+{
+    const __m512i m3f = _mm512_set1_epi32(0x3F), m0f = _mm512_set1_epi32(0x0F), m30 = _mm512_set1_epi32(0x30);
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    for (int p = 0; p < 4; p++) {
+        const __m512i a = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(x0->sc + 16 * p)));
+        const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(x1->sc + 16 * p)));
+        __m512i la = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(x0->mn + 16 * (p & 1))));
+        __m512i lb = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(x1->mn + 16 * (p & 1))));
+        if (p >= 2) {
+            la = _mm512_srli_epi32(la, 4);
+            lb = _mm512_srli_epi32(lb, 4);
+        }
+        for (int e = 0; e < 2; e++) {
+            const __m512i idx = e ? odd : even;
+            const __m512i x = _mm512_permutex2var_epi32(a, idx, b), l = _mm512_permutex2var_epi32(la, idx, lb);
+            sc[2 * p + e] = _mm512_and_si512(x, m3f);
+            const __m512i m = _mm512_or_si512(_mm512_and_si512(l, m0f), _mm512_and_si512(_mm512_srli_epi32(x, 2), m30));
+            mn[2 * p + e] = _mm512_or_si512(m, _mm512_slli_epi32(m, 16));
+        }
+    }
+}
+
+/* acc += a (s16 pairs) . the 4 bytes at p (s16 pairs) broadcast: vpdpwssd's
+ * embedded-broadcast form (GCC 12 emits a separate broadcast otherwise). */
+static inline __m512i dpwssd_bcast(__m512i acc, __m512i a, const void *p)
+{
+    __asm__("vpdpwssd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(a), "m"(*(const int32_t *)p));
+    return acc;
+}
+
+/* One Q4_K tile: groups x0, x1 (16 rows) against NC Q8_K columns; as tile(). */
+static inline __attribute__((always_inline)) void tile_q4_K(const int NC, int64_t nb, const char *x0, const char *x1,
+                                                            const char *y, size_t by, float *s, size_t ldc, int nc,
+                                                            int nr)
+{
+    const struct lm_block_q8_K *yc[PANEL_NC];
+    for (int c = 0; c < NC; c++)
+        yc[c] = (const struct lm_block_q8_K *)(y + (size_t)(c < nc ? c : nc - 1) * by);
+    __m512 acc[PANEL_NC];
+    for (int c = 0; c < NC; c++)
+        acc[c] = _mm512_setzero_ps();
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    for (int64_t b = 0; b < nb; b++) {
+        const struct lm_block_q4_Kx8 *w0 = (const struct lm_block_q4_Kx8 *)x0 + b;
+        const struct lm_block_q4_Kx8 *w1 = (const struct lm_block_q4_Kx8 *)x1 + b;
+        __m512i sc[8], mn[8];
+        k4_scales16(w0, w1, sc, mn);
+        __m512i isum[PANEL_NC];
+        for (int c = 0; c < NC; c++)
+            isum[c] = _mm512_setzero_si512();
+        for (int p = 0; p < 4; p++) {
+            for (int e = 0; e < 2; e++) {
+                const int j = 2 * p + e;
+                __m512i q[8]; /* q[i]: elements 4i..4i+3 of sub-block j */
+                for (int i = 0; i < 8; i++) {
+                    const __m512i raw = chunk16(w0->qs + 32 * (8 * p + i), w1->qs + 32 * (8 * p + i));
+                    q[i] = _mm512_and_si512(e ? _mm512_srli_epi16(raw, 4) : raw, m4);
+                }
+                for (int c = 0; c < NC; c++) {
+                    const int8_t *a = yc[c][b].qs + 32 * j;
+                    __m512i h0 = lm_avx512_zero(), h1 = lm_avx512_zero();
+                    for (int i = 0; i < 4; i++) {
+                        h0 = dpbusd_bcast(h0, q[i], a + 4 * i);
+                        h1 = dpbusd_bcast(h1, q[4 + i], a + 16 + 4 * i);
+                    }
+                    isum[c] = _mm512_dpwssd_epi32(isum[c], h0, sc[j]);
+                    isum[c] = _mm512_dpwssd_epi32(isum[c], h1, sc[j]);
+                }
+            }
+        }
+        const __m512 dw = _mm512_cvtph_ps(_mm256_inserti128_si256(
+            _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)w0->d)), _mm_loadu_si128((const __m128i *)w1->d), 1));
+        const __m512 dm = _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(
+                                                                      (const __m128i *)w0->dmin)),
+                                                                  _mm_loadu_si128((const __m128i *)w1->dmin), 1));
+        for (int c = 0; c < NC; c++) {
+            __m512i msum = _mm512_setzero_si512();
+            for (int j = 0; j < 8; j++)
+                msum = dpwssd_bcast(msum, mn[j], yc[c][b].bsums + 2 * j);
+            const __m512 da = _mm512_set1_ps(yc[c][b].d);
+            acc[c] = _mm512_fmadd_ps(_mm512_mul_ps(dw, da), _mm512_cvtepi32_ps(isum[c]), acc[c]);
+            acc[c] = _mm512_fnmadd_ps(_mm512_mul_ps(dm, da), _mm512_cvtepi32_ps(msum), acc[c]);
+        }
+    }
+    const __mmask16 rm = (__mmask16)(nr == 16 ? 0xFFFF : 0x00FF);
+    for (int c = 0; c < NC && c < nc; c++)
+        _mm512_mask_storeu_ps(s + (size_t)c * ldc, rm, acc[c]);
+}
+
+/* Contract: kernels.h lm_gemm_panel_fn (y: Q8_K rows of the gemm_x8 path's encoder). */
+void lm_gemm_panel_q4_Kx8_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc,
+                                 const void *x, const void *y, size_t by, int64_t n, void *scratch)
+{
+    (void)scratch;
+    const int64_t nb = k / LM_QK_K;
+    for (int64_t n0 = 0; n0 < n; n0 += PANEL_COLS) {
+        const int64_t n1 = n0 + PANEL_COLS < n ? n0 + PANEL_COLS : n;
+        for (int64_t g = 0; g < n_groups; g += 2) {
+            const char *x0 = (const char *)x + (size_t)g * group_bytes;
+            const char *x1 = g + 1 < n_groups ? x0 + group_bytes : x0;
+            const int nr = g + 1 < n_groups ? 16 : 8;
+            for (int64_t c0 = n0; c0 < n1; c0 += PANEL_NC) {
+                const int nc = (int)(n1 - c0 < PANEL_NC ? n1 - c0 : PANEL_NC);
+                float *out = s + (size_t)c0 * ldc + (size_t)g * LM_REPACK_ROWS;
+                const char *yy = (const char *)y + (size_t)c0 * by;
+                switch (nc) {
+                case 8: tile_q4_K(8, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
+                case 7: tile_q4_K(7, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
+                case 6: tile_q4_K(6, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
+                case 5: tile_q4_K(5, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
+                case 4: tile_q4_K(4, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
+                case 3: tile_q4_K(3, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
+                case 2: tile_q4_K(2, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
+                default: tile_q4_K(1, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
+                }
+            }
+        }
+    }
+}
+
+size_t lm_panel_row_size_q8_K_avx512(int64_t k) { return (size_t)(k / LM_QK_K) * sizeof(struct lm_block_q8_K); }
 
 /* Contract: kernels.h lm_gemm_panel_fn (y: lm_panel_from_float_q4_0_avx512 rows). */
 void lm_gemm_panel_q4_0x8_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc,

@@ -84,5 +84,16 @@ void lm_cpu_kernels_init_avx512(struct lm_cpu_kernels *k)
     q40->panel_scratch = q80->panel_scratch = lm_gemm_panel_scratch_q8_avx512;
     q40->panel_min_n = q80->panel_min_n = 2;
     q40->panel_exact = q80->panel_exact = true;
+    /* Q4_K batches of 16+ columns: the same tiles over the gemm path's Q8_K
+     * rows (Zen 5, bench_gemm 2048 256 N, GMAC/s gemm_x8 / panel, same runs:
+     * N = 512 223 / 236-251, 16 245 / 256, 8 260 / 250-257, 2 182-202 /
+     * 154-159: gemm_x8's 16-column groups unpack once for all columns) */
+    struct lm_cpu_type_kernels *q4k = &k->type[LM_TYPE_Q4_K];
+    q4k->gemm_panel = lm_gemm_panel_q4_Kx8_avx512;
+    q4k->panel_from_float = q4k->gemm_from_float ? q4k->gemm_from_float : k->type[q4k->gemm_vt].from_float;
+    q4k->panel_row_size = lm_panel_row_size_q8_K_avx512;
+    q4k->panel_scratch = lm_gemm_panel_scratch_q8_avx512;
+    q4k->panel_min_n = 16;
+    q4k->panel_exact = true;
     lm_cpu_gemm_init_avx512_float(k);
 }
