@@ -141,6 +141,18 @@ void lm_cpu_op_soft_max_back(const struct lm_cpu_params *p, struct lm_tensor *ds
     }
 }
 
+/* 1 + tanh(u) and 1 - tanh(u)^2 from e = exp(-2|u|), without the
+ * cancellation of 1 + t and 1 - t * t as t -> -1 or |t| -> 1 (at u = -5 they
+ * lose ~11 of float's 24 bits; the GELU derivative of one element at x ~ -4
+ * read nmse 3.2e-8 against ref's double, LM_OPS_SEED=103):
+ * 1 + t = 2 / (1 + e) for u >= 0, 2 e / (1 + e) below; 1 - t^2 = 4 e / (1 + e)^2. */
+static void tanh_terms(float u, float *one_plus_t, float *sech2)
+{
+    const float e = expf(-2.0f * fabsf(u)), inv = 1.0f / (1.0f + e);
+    *one_plus_t = u >= 0.0f ? 2.0f * inv : 2.0f * e * inv;
+    *sech2 = 4.0f * e * inv * inv;
+}
+
 /* f'(x) of unary op u, in float. */
 static float unary_deriv(enum lm_unary_op u, float x)
 {
@@ -150,17 +162,20 @@ static float unary_deriv(enum lm_unary_op u, float x)
         return s * (1.0f + x * (1.0f - s));
     }
     case LM_UNARY_GELU: {
-        const float t = tanhf(SQRT_2_OVER_PI * x * (1.0f + GELU_COEF_A * x * x));
+        const float u = SQRT_2_OVER_PI * x * (1.0f + GELU_COEF_A * x * x);
         const float du = SQRT_2_OVER_PI * (1.0f + 3.0f * GELU_COEF_A * x * x);
-        return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
+        float one_plus_t, sech2;
+        tanh_terms(u, &one_plus_t, &sech2);
+        return 0.5f * one_plus_t + 0.5f * x * sech2 * du;
     }
     case LM_UNARY_RELU:
         return x > 0.0f ? 1.0f : 0.0f;
     case LM_UNARY_NEG:
         return -1.0f;
     case LM_UNARY_TANH: {
-        const float t = tanhf(x);
-        return 1.0f - t * t;
+        float one_plus_t, sech2;
+        tanh_terms(x, &one_plus_t, &sech2);
+        return sech2;
     }
     default:
         return 0.0f;
