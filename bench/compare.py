@@ -14,19 +14,34 @@ ratio lamina / llama.cpp, and for generation the memory-bandwidth bound
 then also runs with that many tokens already in the KV cache ("pp512 @ d4096";
 needs a llama-bench with -d, 2025 or newer).
 
+-ngl N passes -ngl to both engines (GPU layers); --llama-args / --lamina-args
+add options for one engine only, e.g. --llama-args "-fa 1" (llama.cpp's flash
+attention) on a GPU. An engine that fails prints its command and the end of
+its stderr and is left out of the later rounds (its columns read "failed").
+
 llama.cpp is never built or fetched by this script: pass the path of a
 llama-bench you built yourself, outside this repository.
 """
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
+import time
 
 
 def run_json(cmd):
-    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
-    return json.loads(out)
+    """The engine's JSON records, or None (and its stderr's end printed) when it fails."""
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        if p.returncode == 0:
+            return json.loads(p.stdout)
+    except ValueError:
+        pass
+    sys.stderr.write("failed (exit %d): %s\n%s\n" % (p.returncode, " ".join(shlex.quote(c) for c in cmd),
+                                                   "\n".join(p.stderr.splitlines()[-20:])))
+    return None
 
 
 def test_name(n_prompt, n_gen, n_depth):
@@ -36,13 +51,22 @@ def test_name(n_prompt, n_gen, n_depth):
 
 
 def run_engine(args, model, cmd_prefix):
-    """t/s per test ("pp512", "tg128"), plus the model size and description."""
+    """t/s per test ("pp512", "tg128"), plus the model size and description; None when the engine failed."""
     cmd = cmd_prefix + ["-m", model, "-t", str(args.threads), "-p", str(args.p), "-n", str(args.n),
                         "-r", str(args.reps), "-mmp", "0", "-o", "json"]
     if args.depth != "0":
         cmd += ["-d", args.depth]
+    if args.ngl is not None:
+        cmd += ["-ngl", str(args.ngl)]
+    records = run_json(cmd)
+    if records is None:
+        return None
     res = {}
-    for r in run_json(cmd):
+    for r in records:
+        if "build_commit" in r and not args.build_shown:
+            args.build_shown = True
+            sys.stderr.write("llama-bench build: %s (%s), backends %s, gpu %s\n" % (
+                r["build_commit"], r.get("build_number", "?"), r.get("backends", "?"), r.get("gpu_info", "?")))
         key = test_name(r["n_prompt"], r["n_gen"], r.get("n_depth", 0))
         res[key] = r["avg_ts"]
         res["size"] = r["model_size"]
@@ -62,15 +86,30 @@ def main():
                     help="depths, comma-separated (llama-bench -d): tokens already in the KV cache")
     ap.add_argument("-r", "--reps", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=2, help="A/B rounds per model (best round kept)")
+    ap.add_argument("-ngl", "--n-gpu-layers", dest="ngl", type=int, help="layers on the GPU, both engines")
+    ap.add_argument("--llama-args", default="", help="more llama-bench options, e.g. \"-fa 1\"")
+    ap.add_argument("--lamina-args", default="", help="more lamina bench options")
     ap.add_argument("models", nargs="+")
     args = ap.parse_args()
+    args.build_shown = False
+    engines = (("llama.cpp", [args.llama_bench] + shlex.split(args.llama_args)),
+               ("lamina", [args.lamina, "bench"] + shlex.split(args.lamina_args)))
 
     rows = []
     for model in args.models:
         best = {"llama.cpp": {}, "lamina": {}}
-        for _ in range(args.rounds):
-            for name, prefix in (("llama.cpp", [args.llama_bench]), ("lamina", [args.lamina, "bench"])):
+        failed = set()
+        for rnd in range(args.rounds):
+            for name, prefix in engines:
+                if name in failed:
+                    continue
+                start = time.time()
                 res = run_engine(args, model, prefix)
+                if res is None:
+                    failed.add(name)
+                    continue
+                sys.stderr.write("round %d, %s: %s (%.1f s)\n" % (rnd + 1, name, ", ".join(
+                    "%s %.2f t/s" % (k, v) for k, v in res.items() if isinstance(v, float)), time.time() - start))
                 for k, v in res.items():
                     if isinstance(v, float):
                         best[name][k] = max(best[name].get(k, 0.0), v)
@@ -81,16 +120,17 @@ def main():
         for test in tests:
             a, b = best["llama.cpp"].get(test, 0.0), best["lamina"].get(test, 0.0)
             bound = ""
-            if test.startswith("tg") and args.bandwidth_gbs > 0:
+            if test.startswith("tg") and args.bandwidth_gbs > 0 and "size" in best["lamina"]:
                 bound = "%.1f" % (args.bandwidth_gbs * 1e9 / best["lamina"]["size"])
-            rows.append((os.path.basename(model), best["lamina"].get("desc", "?"), test, a, b,
-                         b / a if a else 0.0, bound))
+            desc = best["lamina"].get("desc", best["llama.cpp"].get("desc", "?"))
+            rows.append((os.path.basename(model), desc, test, "%.2f" % a if a else "failed",
+                         "%.2f" % b if b else "failed", "%.2fx" % (b / a) if a and b else "-", bound))
         sys.stderr.write("done %s\n" % model)
 
     print("| model file | type | test | llama.cpp t/s | lamina t/s | lamina / llama.cpp | tg bound t/s |")
     print("|---|---|---|---:|---:|---:|---:|")
     for r in rows:
-        print("| %s | %s | %s | %.2f | %.2f | %.2fx | %s |" % r)
+        print("| %s | %s | %s | %s | %s | %s | %s |" % r)
 
 
 if __name__ == "__main__":
