@@ -3,34 +3,13 @@
 #include <stdio.h>
 
 #include "model/model.h"
+#include "model/quantize.h"
 
+/* The display names are a column of quantize.c's table of file types. */
 const char *lm_ftype_name(uint32_t ftype)
 {
-    switch (ftype) {
-    case 0: return "all F32";
-    case 1: return "F16";
-    case 2: return "Q4_0";
-    case 3: return "Q4_1";
-    case 4: return "Q4_1, some F16";
-    case 7: return "Q8_0";
-    case 8: return "Q5_0";
-    case 9: return "Q5_1";
-    case 10: return "Q2_K";
-    case 11: return "Q3_K - Small";
-    case 12: return "Q3_K - Medium";
-    case 13: return "Q3_K - Large";
-    case 14: return "Q4_K - Small";
-    case 15: return "Q4_K - Medium";
-    case 16: return "Q5_K - Small";
-    case 17: return "Q5_K - Medium";
-    case 18: return "Q6_K";
-    case 19: return "IQ2_XXS - 2.0625 bpw";
-    case 20: return "IQ2_XS - 2.3125 bpw";
-    case 21: return "Q2_K - Small";
-    case 22: return "Q3_K - Extra small";
-    case 32: return "BF16";
-    default: return "unknown, may not work";
-    }
+    const struct lm_ftype_info *fi = lm_ftype_info(ftype);
+    return fi ? fi->display : "unknown, may not work";
 }
 
 static const char *size_name(enum lm_model_size s)

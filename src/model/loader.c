@@ -23,6 +23,7 @@
 #include "core/time.h"
 #include "model/mapping.h"
 #include "model/placement.h"
+#include "model/quantize.h"
 #include "vocab/vocab.h"
 
 #define MAX_GATHER 64
@@ -629,20 +630,15 @@ static lm_status place_weights(struct lm_loader *ld)
 }
 
 /* The file type of a file that does not say: from the most common weight
- * type, as llama.cpp guesses it (hparams.ftype_guessed stays set). */
+ * type, as llama.cpp guesses it (hparams.ftype_guessed stays set; the type to
+ * file type rule is lm_ftype_guess's). */
 static uint32_t guess_ftype(const int *type_count)
 {
-    static const uint32_t ftype_of[LM_TYPE_COUNT] = {
-        [LM_TYPE_F32] = 0,   [LM_TYPE_F16] = 1,   [LM_TYPE_Q4_0] = 2,  [LM_TYPE_Q4_1] = 3,
-        [LM_TYPE_Q5_0] = 8,  [LM_TYPE_Q5_1] = 9,  [LM_TYPE_Q8_0] = 7,  [LM_TYPE_Q2_K] = 10,
-        [LM_TYPE_Q3_K] = 12, [LM_TYPE_Q4_K] = 15, [LM_TYPE_Q5_K] = 17, [LM_TYPE_Q6_K] = 18,
-        [LM_TYPE_IQ2_XXS] = 19, [LM_TYPE_IQ2_XS] = 20, [LM_TYPE_BF16] = 32,
-    };
     int best = LM_TYPE_F32;
     for (int t = 0; t < LM_TYPE_COUNT; t++)
         if (type_count[t] > type_count[best] || (type_count[t] == type_count[best] && t != LM_TYPE_F32 && t > best))
             best = t;
-    return ftype_of[best];
+    return lm_ftype_guess((enum lm_type)best);
 }
 
 static lm_status load_weights(struct lm_loader *ld, const struct lm_arch_def *def)

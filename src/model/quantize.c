@@ -33,27 +33,34 @@
 
 /* ---- file types ---- */
 
+/* In `lamina quantize --help` order. plain: one row per type at most (the
+ * guess, as b1892's llama_model_loader; the K types guess their _M variant).
+ * Display names are b1892's llama_model_ftype_name. */
 static const struct lm_ftype_info ftypes[] = {
-    {"Q4_0", 2, LM_TYPE_Q4_0, " 3.56G, +0.2166 ppl @ LLaMA-v1-7B"},
-    {"Q4_1", 3, LM_TYPE_Q4_1, " 3.90G, +0.1585 ppl @ LLaMA-v1-7B"},
-    {"Q5_0", 8, LM_TYPE_Q5_0, " 4.33G, +0.0683 ppl @ LLaMA-v1-7B"},
-    {"Q5_1", 9, LM_TYPE_Q5_1, " 4.70G, +0.0349 ppl @ LLaMA-v1-7B"},
-    {"IQ2_XXS", 19, LM_TYPE_IQ2_XXS, " 2.06 bpw quantization (needs an importance matrix)"},
-    {"IQ2_XS", 20, LM_TYPE_IQ2_XS, " 2.31 bpw quantization (needs an importance matrix)"},
-    {"Q2_K", 10, LM_TYPE_Q2_K, " 2.63G, +0.6717 ppl @ LLaMA-v1-7B"},
-    {"Q2_K_S", 21, LM_TYPE_Q2_K, " 2.16G, +9.0634 ppl @ LLaMA-v1-7B (needs an importance matrix)"},
-    {"Q3_K_S", 11, LM_TYPE_Q3_K, " 2.75G, +0.5551 ppl @ LLaMA-v1-7B"},
-    {"Q3_K_M", 12, LM_TYPE_Q3_K, " 3.07G, +0.2496 ppl @ LLaMA-v1-7B"},
-    {"Q3_K_L", 13, LM_TYPE_Q3_K, " 3.35G, +0.1764 ppl @ LLaMA-v1-7B"},
-    {"Q4_K_S", 14, LM_TYPE_Q4_K, " 3.59G, +0.0992 ppl @ LLaMA-v1-7B"},
-    {"Q4_K_M", 15, LM_TYPE_Q4_K, " 3.80G, +0.0532 ppl @ LLaMA-v1-7B"},
-    {"Q5_K_S", 16, LM_TYPE_Q5_K, " 4.33G, +0.0400 ppl @ LLaMA-v1-7B"},
-    {"Q5_K_M", 17, LM_TYPE_Q5_K, " 4.45G, +0.0122 ppl @ LLaMA-v1-7B"},
-    {"Q6_K", 18, LM_TYPE_Q6_K, " 5.15G, -0.0008 ppl @ LLaMA-v1-7B"},
-    {"Q8_0", 7, LM_TYPE_Q8_0, " 6.70G, +0.0004 ppl @ LLaMA-v1-7B"},
-    {"F16", 1, LM_TYPE_F16, "13.00G              @ 7B"},
-    {"BF16", 32, LM_TYPE_BF16, "13.00G              @ 7B (lamina extension; b1892 has no BF16)"},
-    {"F32", 0, LM_TYPE_F32, "26.00G              @ 7B"},
+    /* ftype, name, display, base, note (NULL: not writable), plain, needs_imatrix */
+    {LM_FTYPE_Q4_0, "Q4_0", "Q4_0", LM_TYPE_Q4_0, " 3.56G, +0.2166 ppl @ LLaMA-v1-7B", true, false},
+    {LM_FTYPE_Q4_1, "Q4_1", "Q4_1", LM_TYPE_Q4_1, " 3.90G, +0.1585 ppl @ LLaMA-v1-7B", true, false},
+    {LM_FTYPE_Q4_1_SOME_F16, "Q4_1_SOME_F16", "Q4_1, some F16", LM_TYPE_Q4_1, NULL, false, false},
+    {LM_FTYPE_Q5_0, "Q5_0", "Q5_0", LM_TYPE_Q5_0, " 4.33G, +0.0683 ppl @ LLaMA-v1-7B", true, false},
+    {LM_FTYPE_Q5_1, "Q5_1", "Q5_1", LM_TYPE_Q5_1, " 4.70G, +0.0349 ppl @ LLaMA-v1-7B", true, false},
+    {LM_FTYPE_IQ2_XXS, "IQ2_XXS", "IQ2_XXS - 2.0625 bpw", LM_TYPE_IQ2_XXS, " 2.06 bpw quantization", true, true},
+    {LM_FTYPE_IQ2_XS, "IQ2_XS", "IQ2_XS - 2.3125 bpw", LM_TYPE_IQ2_XS, " 2.31 bpw quantization", true, true},
+    {LM_FTYPE_Q2_K, "Q2_K", "Q2_K", LM_TYPE_Q2_K, " 2.63G, +0.6717 ppl @ LLaMA-v1-7B", true, false},
+    {LM_FTYPE_Q2_K_S, "Q2_K_S", "Q2_K - Small", LM_TYPE_Q2_K, " 2.16G, +9.0634 ppl @ LLaMA-v1-7B", false, true},
+    {LM_FTYPE_Q3_K_XS, "Q3_K_XS", "Q3_K - Extra small", LM_TYPE_Q3_K, NULL, false, false},
+    {LM_FTYPE_Q3_K_S, "Q3_K_S", "Q3_K - Small", LM_TYPE_Q3_K, " 2.75G, +0.5551 ppl @ LLaMA-v1-7B", false, false},
+    {LM_FTYPE_Q3_K_M, "Q3_K_M", "Q3_K - Medium", LM_TYPE_Q3_K, " 3.07G, +0.2496 ppl @ LLaMA-v1-7B", true, false},
+    {LM_FTYPE_Q3_K_L, "Q3_K_L", "Q3_K - Large", LM_TYPE_Q3_K, " 3.35G, +0.1764 ppl @ LLaMA-v1-7B", false, false},
+    {LM_FTYPE_Q4_K_S, "Q4_K_S", "Q4_K - Small", LM_TYPE_Q4_K, " 3.59G, +0.0992 ppl @ LLaMA-v1-7B", false, false},
+    {LM_FTYPE_Q4_K_M, "Q4_K_M", "Q4_K - Medium", LM_TYPE_Q4_K, " 3.80G, +0.0532 ppl @ LLaMA-v1-7B", true, false},
+    {LM_FTYPE_Q5_K_S, "Q5_K_S", "Q5_K - Small", LM_TYPE_Q5_K, " 4.33G, +0.0400 ppl @ LLaMA-v1-7B", false, false},
+    {LM_FTYPE_Q5_K_M, "Q5_K_M", "Q5_K - Medium", LM_TYPE_Q5_K, " 4.45G, +0.0122 ppl @ LLaMA-v1-7B", true, false},
+    {LM_FTYPE_Q6_K, "Q6_K", "Q6_K", LM_TYPE_Q6_K, " 5.15G, -0.0008 ppl @ LLaMA-v1-7B", true, false},
+    {LM_FTYPE_Q8_0, "Q8_0", "Q8_0", LM_TYPE_Q8_0, " 6.70G, +0.0004 ppl @ LLaMA-v1-7B", true, false},
+    {LM_FTYPE_F16, "F16", "F16", LM_TYPE_F16, "13.00G              @ 7B", true, false},
+    {LM_FTYPE_BF16, "BF16", "BF16", LM_TYPE_BF16, "13.00G              @ 7B (lamina extension; b1892 has no BF16)",
+     true, false},
+    {LM_FTYPE_ALL_F32, "F32", "all F32", LM_TYPE_F32, "26.00G              @ 7B", true, false},
 };
 
 #define N_FTYPES ((int)(sizeof ftypes / sizeof ftypes[0]))
@@ -70,27 +77,47 @@ const struct lm_ftype_info *lm_ftype_info(uint32_t ftype)
     return NULL;
 }
 
+/* Can quantize write it? (The rows without a note are only named.) */
+static bool writable(const struct lm_ftype_info *fi) { return fi && fi->note; }
+
+/* The plain row of type t, or NULL. */
+static const struct lm_ftype_info *plain_row(enum lm_type t)
+{
+    for (int i = 0; i < N_FTYPES; i++)
+        if (ftypes[i].plain && ftypes[i].base == t)
+            return &ftypes[i];
+    return NULL;
+}
+
+/* See quantize.h; thread-safe. */
+uint32_t lm_ftype_guess(enum lm_type t)
+{
+    const struct lm_ftype_info *fi = plain_row(t);
+    return fi ? fi->ftype : LM_FTYPE_ALL_F32;
+}
+
 /* See quantize.h; thread-safe. */
 bool lm_ftype_parse(const char *s, uint32_t *out)
 {
-    static const struct { const char *name; uint32_t ftype; } aliases[] = {{"Q3_K", 12}, {"Q4_K", 15}, {"Q5_K", 17}};
     if (!s || !s[0] || !out)
         return false;
-    for (int i = 0; i < N_FTYPES; i++)
-        if (!strcasecmp(s, ftypes[i].name)) {
-            *out = ftypes[i].ftype;
-            return true;
-        }
-    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
-        if (!strcasecmp(s, aliases[i].name)) {
-            *out = aliases[i].ftype;
-            return true;
-        }
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*end || end == s || v < 0 || !lm_ftype_info((uint32_t)v))
+    const struct lm_ftype_info *fi = NULL;
+    enum lm_type t;
+    for (int i = 0; i < N_FTYPES && !fi; i++)
+        if (!strcasecmp(s, ftypes[i].name))
+            fi = &ftypes[i];
+    if (!fi && lm_type_from_name(s, &t))
+        fi = plain_row(t);
+    if (!fi) {
+        char *end;
+        long long v = strtoll(s, &end, 10);
+        if (*end || end == s || v < 0 || v > (long long)UINT32_MAX)
+            return false;
+        fi = lm_ftype_info((uint32_t)v);
+    }
+    if (!writable(fi))
         return false;
-    *out = (uint32_t)v;
+    *out = fi->ftype;
     return true;
 }
 
@@ -106,7 +133,7 @@ lm_status lm_qrecipe_init(struct lm_qrecipe *r, uint32_t ftype, const struct lm_
     r->ftype = ftype;
     r->model = *model;
     r->quantize_output_tensor = true;
-    if (!fi)
+    if (!writable(fi))
         return LM_ERR_UNSUPPORTED;
     r->base = fi->base;
     return LM_OK;
@@ -141,26 +168,22 @@ void lm_qrecipe_count(struct lm_qrecipe *r, const char *name)
 static bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
 
 static bool is_ftype(const struct lm_qrecipe *r, uint32_t f) { return r->ftype == f; }
-static bool is_iq2(const struct lm_qrecipe *r) { return r->ftype == 19 || r->ftype == 20; }
+static bool is_iq2(const struct lm_qrecipe *r) { return r->ftype == LM_FTYPE_IQ2_XXS || r->ftype == LM_FTYPE_IQ2_XS; }
 static bool is_falcon(const struct lm_qrecipe *r) { return !strcmp(r->model.arch, "falcon"); }
-
-/* llama_ftype values, for reading the rules below */
-enum { FT_Q4_0 = 2, FT_Q8_0 = 7, FT_Q5_0 = 8, FT_Q2_K = 10, FT_Q3_K_S, FT_Q3_K_M, FT_Q3_K_L, FT_Q4_K_S, FT_Q4_K_M,
-       FT_Q5_K_S, FT_Q5_K_M, FT_Q6_K, FT_Q2_K_S = 21 };
 
 static enum lm_type type_attn_v(struct lm_qrecipe *r, enum lm_type t)
 {
     const struct lm_qmodel *m = &r->model;
     int i = r->i_attention_wv, n = r->n_attention_wv;
-    if (is_ftype(r, FT_Q2_K))
+    if (is_ftype(r, LM_FTYPE_Q2_K))
         t = LM_TYPE_Q3_K;
-    else if (is_ftype(r, FT_Q3_K_M))
+    else if (is_ftype(r, LM_FTYPE_Q3_K_M))
         t = i < 2 ? LM_TYPE_Q5_K : LM_TYPE_Q4_K;
-    else if (is_ftype(r, FT_Q3_K_L))
+    else if (is_ftype(r, LM_FTYPE_Q3_K_L))
         t = LM_TYPE_Q5_K;
-    else if ((is_ftype(r, FT_Q4_K_M) || is_ftype(r, FT_Q5_K_M)) && use_more_bits(i, n))
+    else if ((is_ftype(r, LM_FTYPE_Q4_K_M) || is_ftype(r, LM_FTYPE_Q5_K_M)) && use_more_bits(i, n))
         t = LM_TYPE_Q6_K;
-    else if (is_ftype(r, FT_Q4_K_S) && i < 4)
+    else if (is_ftype(r, LM_FTYPE_Q4_K_S) && i < 4)
         t = LM_TYPE_Q5_K;
     /* b1892's model type 70B: llama with 80 layers and grouped KV heads */
     bool is_70b = !strcmp(m->arch, "llama") && m->n_layer == 80 && m->n_head != m->n_head_kv;
@@ -185,26 +208,26 @@ static lm_status type_ffn_down(struct lm_qrecipe *r, const char *name, enum lm_t
         }
     }
     bool more = use_more_bits(il, nl), falcon = is_falcon(r);
-    if (is_ftype(r, FT_Q2_K))
+    if (is_ftype(r, LM_FTYPE_Q2_K))
         *t = LM_TYPE_Q3_K;
-    else if (is_ftype(r, FT_Q2_K_S)) {
+    else if (is_ftype(r, LM_FTYPE_Q2_K_S)) {
         if (il < nl / 8)
             *t = LM_TYPE_Q4_K;
-    } else if (is_ftype(r, FT_Q3_K_M))
+    } else if (is_ftype(r, LM_FTYPE_Q3_K_M))
         *t = il < nl / 16 ? LM_TYPE_Q5_K : !falcon || more ? LM_TYPE_Q4_K : LM_TYPE_Q3_K;
-    else if (is_ftype(r, FT_Q3_K_L))
+    else if (is_ftype(r, LM_FTYPE_Q3_K_L))
         *t = falcon ? LM_TYPE_Q4_K : LM_TYPE_Q5_K;
-    else if (is_ftype(r, FT_Q4_K_M)) {
+    else if (is_ftype(r, LM_FTYPE_Q4_K_M)) {
         if (falcon)
             *t = il < nl / 16 ? LM_TYPE_Q6_K : more ? LM_TYPE_Q5_K : LM_TYPE_Q4_K;
         else if (more)
             *t = LM_TYPE_Q6_K;
-    } else if (is_ftype(r, FT_Q5_K_M) && more)
+    } else if (is_ftype(r, LM_FTYPE_Q5_K_M) && more)
         *t = LM_TYPE_Q6_K;
-    else if (is_ftype(r, FT_Q4_K_S) && !falcon && il < nl / 8)
+    else if (is_ftype(r, LM_FTYPE_Q4_K_S) && !falcon && il < nl / 8)
         *t = LM_TYPE_Q5_K;
-    else if ((is_ftype(r, FT_Q4_0) || is_ftype(r, FT_Q5_0)) && r->has_imatrix && il < nl / 8)
-        *t = is_ftype(r, FT_Q4_0) ? LM_TYPE_Q4_1 : LM_TYPE_Q5_1;
+    else if ((is_ftype(r, LM_FTYPE_Q4_0) || is_ftype(r, LM_FTYPE_Q5_0)) && r->has_imatrix && il < nl / 8)
+        *t = is_ftype(r, LM_FTYPE_Q4_0) ? LM_TYPE_Q4_1 : LM_TYPE_Q5_1;
     r->i_ffn_down++;
     return LM_OK;
 }
@@ -212,18 +235,18 @@ static lm_status type_ffn_down(struct lm_qrecipe *r, const char *name, enum lm_t
 static enum lm_type type_attn_output(const struct lm_qrecipe *r, enum lm_type t)
 {
     if (is_falcon(r))
-        return is_ftype(r, FT_Q3_K_L) ? LM_TYPE_Q4_K : t;
+        return is_ftype(r, LM_FTYPE_Q3_K_L) ? LM_TYPE_Q4_K : t;
     if (r->model.n_expert == 8) {
-        if (is_ftype(r, FT_Q2_K) || is_ftype(r, FT_Q3_K_S) || is_ftype(r, FT_Q3_K_M) || is_ftype(r, FT_Q4_K_S) ||
-            is_ftype(r, FT_Q4_K_M))
+        if (is_ftype(r, LM_FTYPE_Q2_K) || is_ftype(r, LM_FTYPE_Q3_K_S) || is_ftype(r, LM_FTYPE_Q3_K_M) ||
+            is_ftype(r, LM_FTYPE_Q4_K_S) || is_ftype(r, LM_FTYPE_Q4_K_M))
             t = LM_TYPE_Q5_K;
         return t;
     }
-    if (is_ftype(r, FT_Q2_K))
+    if (is_ftype(r, LM_FTYPE_Q2_K))
         t = LM_TYPE_Q3_K;
-    else if (is_ftype(r, FT_Q3_K_M))
+    else if (is_ftype(r, LM_FTYPE_Q3_K_M))
         t = LM_TYPE_Q4_K;
-    else if (is_ftype(r, FT_Q3_K_L))
+    else if (is_ftype(r, LM_FTYPE_Q3_K_L))
         t = LM_TYPE_Q5_K;
     return t;
 }
@@ -262,11 +285,11 @@ static lm_status mixture_type(struct lm_qrecipe *r, const char *name, int64_t ne
     } else if (has(name, LM_TN_ATTN_OUT, "weight")) {
         *t = type_attn_output(r, *t);
     } else if (has(name, LM_TN_ATTN_QKV, "weight")) {
-        if (is_ftype(r, FT_Q3_K_M) || is_ftype(r, FT_Q3_K_L))
+        if (is_ftype(r, LM_FTYPE_Q3_K_M) || is_ftype(r, LM_FTYPE_Q3_K_L))
             *t = LM_TYPE_Q4_K;
-        else if (is_ftype(r, FT_Q4_K_M))
+        else if (is_ftype(r, LM_FTYPE_Q4_K_M))
             *t = LM_TYPE_Q5_K;
-        else if (is_ftype(r, FT_Q5_K_M))
+        else if (is_ftype(r, LM_FTYPE_Q5_K_M))
             *t = LM_TYPE_Q6_K;
     }
     return LM_OK;
@@ -427,7 +450,7 @@ struct lm_quantize_params lm_quantize_default_params(void)
 {
     struct lm_quantize_params p;
     memset(&p, 0, sizeof p);
-    p.ftype = 9; /* MOSTLY_Q5_1, as b1892 */
+    p.ftype = LM_FTYPE_Q5_1; /* as b1892 */
     p.quantize_output_tensor = true;
     return p;
 }
@@ -524,12 +547,7 @@ static uint32_t input_ftype(const struct lm_gguf *g)
             tmax = t;
         }
     }
-    static const uint32_t by_type[LM_TYPE_COUNT] = {
-        [LM_TYPE_F16] = 1, [LM_TYPE_Q4_0] = 2, [LM_TYPE_Q4_1] = 3, [LM_TYPE_Q5_0] = 8, [LM_TYPE_Q5_1] = 9,
-        [LM_TYPE_Q8_0] = 7, [LM_TYPE_Q2_K] = 10, [LM_TYPE_Q3_K] = 12, [LM_TYPE_Q4_K] = 15, [LM_TYPE_Q5_K] = 17,
-        [LM_TYPE_Q6_K] = 18, [LM_TYPE_IQ2_XXS] = 19, [LM_TYPE_IQ2_XS] = 20, [LM_TYPE_BF16] = 32,
-    };
-    return by_type[tmax] | LM_FTYPE_GUESSED;
+    return lm_ftype_guess(tmax) | LM_FTYPE_GUESSED;
 }
 
 static int ggml_n_dims(const struct lm_gguf_tensor_info *ti)
@@ -552,6 +570,17 @@ static lm_status check_source(struct qfile *q, const struct qtensor *qt)
         return qfail(q, LM_ERR_UNSUPPORTED, "tensor %s: cannot convert type %s to floats", qt->ti->name,
                      lm_type_name(st));
     return LM_OK;
+}
+
+/* b1892's "very low-bit quantization" test: IQ2 tensors, and the tensors that
+ * get the base type of a file type that needs an importance matrix (Q2_K_S),
+ * token_embd excepted. */
+static bool needs_imatrix(uint32_t ftype, const struct qtensor *qt)
+{
+    const struct lm_ftype_info *fi = lm_ftype_info(ftype);
+    if (lm_quantize_requires_imatrix(qt->type))
+        return true;
+    return fi && fi->needs_imatrix && qt->type == fi->base && !is(qt->ti->name, LM_TN_TOKEN_EMBD);
 }
 
 /* Decide every tensor's output type, in file order, and find every error. */
@@ -579,9 +608,7 @@ static lm_status plan(struct qfile *q)
             continue;
         if (p->imatrix)
             qt->imatrix = p->imatrix(p->imatrix_user, qt->ti->name, qt->ti->ne[0]);
-        bool low_bit = qt->type == LM_TYPE_IQ2_XXS || qt->type == LM_TYPE_IQ2_XS ||
-                       (qt->type == LM_TYPE_Q2_K && p->ftype == FT_Q2_K_S && !is(qt->ti->name, LM_TN_TOKEN_EMBD));
-        if (low_bit && !qt->imatrix)
+        if (needs_imatrix(p->ftype, qt) && !qt->imatrix)
             return qfail(q, LM_ERR_INVALID_ARG,
                          "Missing importance matrix for tensor %s in a very low-bit quantization", qt->ti->name);
         if (!lm_quantize_supported(qt->type))

@@ -1,6 +1,7 @@
 /* quantize.h - model quantization (llama_model_quantize, `lamina quantize`)
- * and the pieces `lamina mkmodel` reuses: the ftype names, the per-tensor
- * type recipe and a threaded row quantizer.
+ * and the pieces `lamina mkmodel` reuses: the table of file types (also read
+ * by the loader and llama_model_desc), the per-tensor type recipe and a
+ * threaded row quantizer.
  *
  * The recipe is llama.cpp b1892's (llama_model_quantize_internal and
  * get_k_quant_type): which tensors are quantized, which type each gets for a
@@ -20,25 +21,68 @@
 #include "core/status.h"
 #include "core/type.h"
 
-#define LM_FTYPE_GUESSED 1024u /* or-ed into a file type guessed from the tensor types */
-#define LM_QNT_VERSION 2u      /* general.quantization_version written by quantize */
+#define LM_QNT_VERSION 2u /* general.quantization_version written by quantize */
 
-/* ---- file types ---- */
+/* ---- file types ----
+ * One table (quantize.c) has a row for every llama_ftype value lamina knows.
+ * Everything about a file type is read from it: the names `lamina quantize`
+ * and `lamina mkmodel --type` take (and the --help list, in table order),
+ * llama_model_desc's name, the file type guessed for a file without
+ * general.file_type (lm_ftype_guess), and which ones quantize can write. */
 
-struct lm_ftype_info {
-    const char *name;  /* "Q4_K_M": the name `lamina quantize` takes */
-    uint32_t ftype;    /* llama_ftype value */
-    enum lm_type base; /* the type most 2-D weights get */
-    const char *desc;  /* one line for --help */
+/* llama.h's enum llama_ftype: LM_FTYPE_X = LLAMA_FTYPE_MOSTLY_X (ALL_F32 and
+ * GUESSED as named there; tests/model/test_ftype.c checks every value). */
+enum lm_ftype {
+    LM_FTYPE_ALL_F32 = 0,
+    LM_FTYPE_F16 = 1,
+    LM_FTYPE_Q4_0 = 2,
+    LM_FTYPE_Q4_1 = 3,
+    LM_FTYPE_Q4_1_SOME_F16 = 4,
+    /* 5 and 6 were Q4_2 and Q4_3 */
+    LM_FTYPE_Q8_0 = 7,
+    LM_FTYPE_Q5_0 = 8,
+    LM_FTYPE_Q5_1 = 9,
+    LM_FTYPE_Q2_K = 10,
+    LM_FTYPE_Q3_K_S = 11,
+    LM_FTYPE_Q3_K_M = 12,
+    LM_FTYPE_Q3_K_L = 13,
+    LM_FTYPE_Q4_K_S = 14,
+    LM_FTYPE_Q4_K_M = 15,
+    LM_FTYPE_Q5_K_S = 16,
+    LM_FTYPE_Q5_K_M = 17,
+    LM_FTYPE_Q6_K = 18,
+    LM_FTYPE_IQ2_XXS = 19,
+    LM_FTYPE_IQ2_XS = 20,
+    LM_FTYPE_Q2_K_S = 21,
+    LM_FTYPE_Q3_K_XS = 22,
+    LM_FTYPE_BF16 = 32,      /* a lamina extension: not in llama.h (b1892 has no BF16) */
+    LM_FTYPE_GUESSED = 1024, /* or-ed into a file type guessed from the tensor types */
 };
 
-/* Row i of the table of file types quantize can write (NULL past the end).
- * Thread-safe (static data). */
+struct lm_ftype_info {
+    uint32_t ftype;      /* LM_FTYPE_* */
+    const char *name;    /* "Q4_K_M": the name `lamina quantize` and mkmodel take (as in LLAMA_FTYPE_MOSTLY_*) */
+    const char *display; /* "Q4_K - Medium": llama_model_desc's (b1892's llama_model_ftype_name) */
+    enum lm_type base;   /* the type most 2-D weights get */
+    const char *note;    /* one line for --help; NULL: quantize cannot write this file type */
+    bool plain;          /* the file type guessed from a file whose most common weight type is base; the
+                          * name of that type (any case: "Q4_K") also parses as this file type */
+    bool needs_imatrix;  /* quantize refuses it without an importance matrix for the tensors that get base,
+                          * token_embd excepted (as b1892; IQ2 tensors need one in any file type) */
+};
+
+/* Row i of the table of file types (NULL past the end); --help lists the
+ * rows with a note in this order. Thread-safe (static data). */
 const struct lm_ftype_info *lm_ftype_info_at(int i);
-/* The row of a file type, or NULL when quantize cannot write it. */
+/* The row of a file type, or NULL for a number lamina does not know. */
 const struct lm_ftype_info *lm_ftype_info(uint32_t ftype);
-/* Parse a file type: a name of the table (any case), an alias (Q3_K, Q4_K,
- * Q5_K = the _M variants) or the number. False when unknown. */
+/* The file type b1892 guesses for a file without general.file_type whose most
+ * common weight type is t: the ftype of t's plain row, LM_FTYPE_ALL_F32 when
+ * no row is plain for t. (The caller ors in LM_FTYPE_GUESSED if it wants it.) */
+uint32_t lm_ftype_guess(enum lm_type t);
+/* Parse a file type quantize can write: a row's name (any case), the name of
+ * a type with a plain row (Q3_K, Q4_K, Q5_K: the _M variants) or the number.
+ * False when unknown or not writable. */
 bool lm_ftype_parse(const char *s, uint32_t *out);
 
 /* ---- the per-tensor recipe (b1892's get_k_quant_type) ---- */

@@ -552,24 +552,6 @@ static void test_recipe_rules(void)
     CHECK(lm_qrecipe_init(&r, 22, &m) == LM_ERR_UNSUPPORTED);
 }
 
-static void test_ftype_names(void)
-{
-    uint32_t f = 0;
-    CHECK(lm_ftype_parse("q4_k_m", &f) && f == 15);
-    CHECK(lm_ftype_parse("Q4_K", &f) && f == 15);
-    CHECK(lm_ftype_parse("Q3_K", &f) && f == 12);
-    CHECK(lm_ftype_parse("7", &f) && f == 7);
-    CHECK(lm_ftype_parse("F16", &f) && f == 1);
-    CHECK(lm_ftype_parse("f32", &f) && f == 0);
-    CHECK(lm_ftype_parse("Q2_K_S", &f) && f == 21);
-    CHECK(!lm_ftype_parse("4", &f) && !lm_ftype_parse("Q4_2", &f) && !lm_ftype_parse("", &f) &&
-          !lm_ftype_parse("15x", &f) && !lm_ftype_parse(NULL, &f));
-    int n = 0;
-    while (lm_ftype_info_at(n))
-        n++;
-    CHECK(n >= 20 && lm_ftype_info(18)->base == LM_TYPE_Q6_K && lm_ftype_info(5) == NULL);
-}
-
 /* ---- the row quantizer ---- */
 
 static lm_status gen_rows(void *user, int64_t first, int64_t n, float *dst)
@@ -680,7 +662,6 @@ int main(void)
     lm_sha256_hex("", 0, hex);
     CHECK(!strcmp(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
 
-    test_ftype_names();
     test_recipe_rules();
     test_rows();
     test_fixture_ftypes();

@@ -63,7 +63,9 @@ static void quantize_usage(FILE *f)
                "TYPE (name or number):\n");
     for (int i = 0; lm_ftype_info_at(i); i++) {
         const struct lm_ftype_info *fi = lm_ftype_info_at(i);
-        fprintf(f, "  %2u  or  %-8s:%s\n", fi->ftype, fi->name, fi->desc);
+        if (fi->note) /* the others cannot be written */
+            fprintf(f, "  %2u  or  %-8s:%s%s\n", fi->ftype, fi->name, fi->note,
+                    fi->needs_imatrix ? " (needs an importance matrix)" : "");
     }
     fprintf(f, "          %-8s: aliases of Q3_K_M, Q4_K_M, Q5_K_M\n", "Q3_K/Q4_K/Q5_K");
     fprintf(f, "          %-8s: only copy the tensors, no quantizing\n", "COPY");
