@@ -31,9 +31,17 @@ import sys
 import time
 
 
+RUN_TIMEOUT = float(os.environ.get("COMPARE_TIMEOUT", "0")) or None  # seconds per engine run; unset: none
+
+
 def run_json(cmd):
-    """The engine's JSON records, or None (and its stderr's end printed) when it fails."""
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    """The engine's JSON records, or None (and its stderr's end printed) when it fails or
+    runs past COMPARE_TIMEOUT seconds (the GPU check sets it: a hung engine must not eat the run)."""
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=RUN_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        sys.stderr.write("failed (timed out after %.0f s): %s\n" % (RUN_TIMEOUT, " ".join(shlex.quote(c) for c in cmd)))
+        return None
     try:
         if p.returncode == 0:
             return json.loads(p.stdout)

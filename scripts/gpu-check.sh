@@ -30,7 +30,7 @@
 # and llama.cpp's llama-bench ($LLAMA_BENCH, default
 # /work/ref/llama.cpp/build-cuda/bin/llama-bench: a CUDA build made outside
 # this repository, never committed) as .gpu-shared/llama.cpp/llama-bench,
-# stripped, refused when .gpu-shared would pass 60 MiB (the carry limit is 64).
+# stripped, refused when it and the work tree would pass 62 MiB (the carry limit is 64).
 # The device side runs it with the CUDA libraries of /usr/local/cuda on
 # LD_LIBRARY_PATH ($LLAMA_BENCH there overrides the staged one).
 #
@@ -51,6 +51,7 @@ if [ "${1:-}" = --stage ]; then
     for f in models/stories260K.gguf models/ggml-vocab/ggml-vocab-llama-spm.gguf fixtures/arch; do
         mkdir -p ".gpu-shared/$(dirname $f)" && cp -r "$src/$f" ".gpu-shared/$(dirname $f)/" || exit 1
     done
+    chmod -R u+w .gpu-shared # ../shared is read-only: a later --stage must be able to overwrite the copies
     lb=${LLAMA_BENCH:-/work/ref/llama.cpp/build-cuda/bin/llama-bench}
     dst=.gpu-shared/llama.cpp/llama-bench
     rm -rf .gpu-shared/llama.cpp
@@ -61,11 +62,15 @@ if [ "${1:-}" = --stage ]; then
             echo "stage: llama-bench stripped"
         fi
         rm -f $dst.stripped
-        limit=$((60 * 1024 * 1024))
+        # the device copies tracked files, untracked unignored files and the carried paths: 64 MiB in all
+        tree=$( (git ls-files -z; git ls-files -z -o --exclude-standard) | xargs -0 -r stat -c %s 2>/dev/null |
+            awk '{ s += $1 } END { print s + 0 }')
+        limit=$((62 * 1024 * 1024 - tree))
         total=$(du -sb .gpu-shared | cut -f1)
         if [ "$total" -gt "$limit" ]; then
             echo "stage: REFUSED: with llama-bench ($(du -h $dst | cut -f1)) .gpu-shared would be" \
-                "$((total / 1048576)) MiB, over 60 MiB (a run carries at most 64 MiB): build llama-bench" \
+                "$((total / 1048576)) MiB; with the work tree's $((tree / 1048576)) MiB that passes 62 MiB" \
+                "(a run carries at most 64 MiB): build llama-bench" \
                 "for one sm (CMAKE_CUDA_ARCHITECTURES=90a), GGML_CUDA_COMPRESSION_MODE=size; not staged"
             rm -rf .gpu-shared/llama.cpp
             exit 1
@@ -85,6 +90,15 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 log=$out/gpu-check.log
 exec > >(tee "$log") 2>&1
+tee_pid=$!
+# at exit: close our ends of the pipe and let tee write the log's last lines before the run ends
+finish() {
+    local rc=$?
+    exec >&- 2>&-
+    wait "$tee_pid" 2>/dev/null
+    exit $rc
+}
+trap finish EXIT
 
 shared=${LM_SHARED_DIR:-}
 if [ -z "$shared" ]; then
@@ -180,7 +194,8 @@ fi
 
 if [ -z "${GPU_CHECK_LAMINA:-}" ] && [ "${GPU_CHECK_SKIP_TESTS:-0}" != 1 ]; then
     stamp "CUDA tests"
-    (cd $build && ctest -L cuda --output-on-failure --timeout 180)
+    # the GPU tests' own TIMEOUT property (600 s) wins over --timeout: cap the whole step instead
+    (cd $build && timeout -k 10 240 ctest -L cuda --output-on-failure --timeout 180)
     tests_rc=$?
     tests=$([ $tests_rc = 0 ] && echo passed || echo FAILED)
 fi
@@ -214,7 +229,7 @@ shell_compare() {
     : >$tmp.lamina
     for r in $(seq "$rounds"); do
         if [ -n "$llama" ]; then
-            if "$llama" -m "$model" -t "$jobs" -p 512 -n 128 -r 3 -mmp 0 -ngl 99 -fa 1 -o md >$tmp.out 2>$tmp.err; then
+            if timeout -k 5 150 "$llama" -m "$model" -t "$jobs" -p 512 -n 128 -r 3 -mmp 0 -ngl 99 -fa 1 -o md >$tmp.out 2>$tmp.err; then
                 [ "$r" = 1 ] && grep -m1 '^build:' $tmp.out | sed 's/^/llama-bench /'
                 md_ts $tmp.out | sed "s/^/$r /" | tee -a $tmp.llama | sed "s/^$r /round $r, llama.cpp: /" >&2
             else
@@ -222,7 +237,7 @@ shell_compare() {
                 llama=""
             fi
         fi
-        if "$lamina" bench -m "$model" -t "$jobs" -p 512 -n 128 -r 3 -mmp 0 -ngl 99 -o md >$tmp.out 2>$tmp.err; then
+        if timeout -k 5 150 "$lamina" bench -m "$model" -t "$jobs" -p 512 -n 128 -r 3 -mmp 0 -ngl 99 -o md >$tmp.out 2>$tmp.err; then
             md_ts $tmp.out | sed "s/^/$r /" | tee -a $tmp.lamina | sed "s/^$r /round $r, lamina: /" >&2
         else
             echo "lamina bench failed:"; tail -20 $tmp.err
@@ -247,7 +262,7 @@ compare() {
     local model=$1 tmp=/tmp/gpu-check-cmp.md
     stamp "bench: $2, llama.cpp (-ngl 99 -fa 1) against lamina (-ngl 99), $rounds alternated rounds"
     if [ -n "$llama_bench" ] && command -v python3 >/dev/null && [ "${GPU_CHECK_SHELL_COMPARE:-0}" != 1 ]; then
-        python3 bench/compare.py --llama-bench "$llama_bench" --lamina "$lamina" -t "$jobs" -p 512 -n 128 -r 3 \
+        COMPARE_TIMEOUT=150 python3 bench/compare.py --llama-bench "$llama_bench" --lamina "$lamina" -t "$jobs" -p 512 -n 128 -r 3 \
             --rounds "$rounds" -ngl 99 --llama-args "-fa 1" "$model" >$tmp
     else
         shell_compare "$model" >$tmp
@@ -300,7 +315,15 @@ if [ $bench = 1 ]; then
         echo "gpu-check: no TinyLlama file"
     fi
     if [ $want7b = 1 ] && fits $((15 + 30 * rounds)) "Llama-7B comparison"; then
-        [ -n "$mk_pid" ] && wait "$mk_pid"
+        # the 7B file is still being written: wait for it no longer than the deadline allows
+        while [ -n "$mk_pid" ] && kill -0 "$mk_pid" 2>/dev/null && fits $((15 + 30 * rounds)) "Llama-7B file"; do
+            sleep 2
+        done
+        if [ -n "$mk_pid" ] && kill -0 "$mk_pid" 2>/dev/null; then
+            kill "$mk_pid" 2>/dev/null
+            rm -f "$models/llama7b-q4_0.gguf"
+        fi
+        [ -n "$mk_pid" ] && wait "$mk_pid" 2>/dev/null
         mk_pid=""
         if [ -f "$models/llama7b-q4_0.gguf" ]; then
             fits $((15 + 30 * rounds)) "Llama-7B comparison" && compare "$models/llama7b-q4_0.gguf" "Llama-7B Q4_0" 1.0 1.3
@@ -314,11 +337,11 @@ if [ $bench = 1 ]; then
     if [ "${GPU_CHECK_SKIP_EXTRAS:-0}" != 1 ] && [ -f "$models/tinyllama-q4_0.gguf" ]; then
         if fits 15 "tg without CUDA graphs"; then
             stamp "bench: TinyLlama Q4_0, GPU tg without CUDA graphs (LAMINA_CUDA_GRAPHS=0; compare with tg128 above)"
-            LAMINA_CUDA_GRAPHS=0 "$lamina" bench -m "$models/tinyllama-q4_0.gguf" -ngl 99 -mmp 0 -p 0 -n 128 -r 3
+            LAMINA_CUDA_GRAPHS=0 timeout -k 5 60 "$lamina" bench -m "$models/tinyllama-q4_0.gguf" -ngl 99 -mmp 0 -p 0 -n 128 -r 3
         fi
         if fits 30 "CPU baseline"; then
             stamp "bench: TinyLlama Q4_0, CPU (-ngl 0, $jobs threads)"
-            "$lamina" bench -m "$models/tinyllama-q4_0.gguf" -ngl 0 -mmp 0 -t "$jobs" -p 512 -n 128 -r 1
+            timeout -k 5 90 "$lamina" bench -m "$models/tinyllama-q4_0.gguf" -ngl 0 -mmp 0 -t "$jobs" -p 512 -n 128 -r 1
         fi
     fi
     if [ -n "$clocks_pid" ]; then

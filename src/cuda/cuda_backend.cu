@@ -36,11 +36,17 @@
 
 /* Log a failed CUDA runtime call and clear the error (so that the next
  * launch check does not blame its node for it); true when it failed. */
+/* True on a thread while graph_run records a capture (thread-local capture mode). */
+static thread_local bool capturing_thread;
+
 static bool failed(cudaError_t e, const char *what)
 {
     if (e == cudaSuccess)
         return false;
-    LM_LOG_ERR("cuda: %s: %s\n", what, cudaGetErrorString(e));
+    if (capturing_thread) /* graph_run falls back to direct launches, which log what still fails */
+        LM_LOG_DBG("cuda: %s (during a capture): %s\n", what, cudaGetErrorString(e));
+    else
+        LM_LOG_ERR("cuda: %s: %s\n", what, cudaGetErrorString(e));
     (void)cudaGetLastError();
     return true;
 }
@@ -55,7 +61,10 @@ lm_status lm_cu_cublas_status(cublasStatus_t st, const char *what)
 {
     if (st == CUBLAS_STATUS_SUCCESS)
         return LM_OK;
-    LM_LOG_ERR("cuda: %s: cuBLAS status %d\n", what, (int)st);
+    if (capturing_thread)
+        LM_LOG_DBG("cuda: %s (during a capture): cuBLAS status %d\n", what, (int)st);
+    else
+        LM_LOG_ERR("cuda: %s: cuBLAS status %d\n", what, (int)st);
     return st == CUBLAS_STATUS_ALLOC_FAILED ? LM_ERR_NOMEM : LM_ERR_DEVICE;
 }
 
@@ -585,10 +594,10 @@ static bool graph_run(struct lm_cu_backend *b, struct lm_graph *g)
     } else {
         cudaStream_t stream = c->stream;
         c->stream = b->capture;
-        c->capturing = true;
+        c->capturing = capturing_thread = true;
         const lm_status st = launch_nodes(b, g, true);
         c->stream = stream;
-        c->capturing = false;
+        c->capturing = capturing_thread = false;
         /* ended whatever happened: an invalidated capture ends with an error and no graph */
         const cudaError_t e = cudaStreamEndCapture(b->capture, &graph);
         if (st) /* NOMEM here: a scratch slot has to grow (lm_cu_scratch) */
