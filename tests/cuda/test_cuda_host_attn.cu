@@ -45,17 +45,7 @@
 #define B_TIGHT 1e-11
 #define N_CASES 600
 
-static int n_fail;
-
-#define CHECK(cond, ...)                                                                                              \
-    do {                                                                                                              \
-        if (!(cond)) {                                                                                                \
-            n_fail++;                                                                                                 \
-            printf("FAIL: ");                                                                                         \
-            printf(__VA_ARGS__);                                                                                      \
-            printf("\n");                                                                                             \
-        }                                                                                                             \
-    } while (0)
+#include "host_check.h"
 
 /* ---- random numbers (xorshift64*, fixed seed) ---- */
 

@@ -15,17 +15,7 @@
 #include "core/tensor.h"
 #include "cuda/cuda_internal.cuh"
 
-static int n_fail;
-
-#define CHECK(cond, ...)                                                                                              \
-    do {                                                                                                              \
-        if (!(cond)) {                                                                                                \
-            n_fail++;                                                                                                 \
-            printf("FAIL: ");                                                                                         \
-            printf(__VA_ARGS__);                                                                                      \
-            printf("\n");                                                                                             \
-        }                                                                                                             \
-    } while (0)
+#include "host_check.h"
 
 #define K 64 /* a row of the weights (Q4_0: two blocks) */
 #define M 32

@@ -147,36 +147,6 @@ static inline __attribute__((always_inline)) void tile(bool q8, const int NC, in
         _mm512_mask_storeu_ps(s + (size_t)c * ldc, rm, acc[c]);
 }
 
-static inline __attribute__((always_inline)) void panel(bool q8, int64_t k, int64_t n_groups, size_t group_bytes,
-                                                         float *s, size_t ldc, const void *x, const void *y,
-                                                         size_t by, int64_t n)
-{
-    const int64_t nb = k / LM_QK;
-    for (int64_t n0 = 0; n0 < n; n0 += PANEL_COLS) {
-        const int64_t n1 = n0 + PANEL_COLS < n ? n0 + PANEL_COLS : n;
-        for (int64_t g = 0; g < n_groups; g += 2) {
-            const char *x0 = (const char *)x + (size_t)g * group_bytes;
-            const char *x1 = g + 1 < n_groups ? x0 + group_bytes : x0;
-            const int nr = g + 1 < n_groups ? 16 : 8;
-            for (int64_t c0 = n0; c0 < n1; c0 += PANEL_NC) {
-                const int nc = (int)(n1 - c0 < PANEL_NC ? n1 - c0 : PANEL_NC);
-                float *out = s + (size_t)c0 * ldc + (size_t)g * LM_REPACK_ROWS;
-                const char *yy = (const char *)y + (size_t)c0 * by;
-                switch (nc) {
-                case 8: tile(q8, 8, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
-                case 7: tile(q8, 7, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
-                case 6: tile(q8, 6, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
-                case 5: tile(q8, 5, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
-                case 4: tile(q8, 4, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
-                case 3: tile(q8, 3, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
-                case 2: tile(q8, 2, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
-                default: tile(q8, 1, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
-                }
-            }
-        }
-    }
-}
-
 /* ---- Q4_K ---- */
 
 /* The 16 rows' (x0: rows 0-7, x1: rows 8-15) 6-bit scales (sc[j]: (s, 0) per
@@ -277,12 +247,27 @@ static inline __attribute__((always_inline)) void tile_q4_K(const int NC, int64_
         _mm512_mask_storeu_ps(s + (size_t)c * ldc, rm, acc[c]);
 }
 
-/* Contract: kernels.h lm_gemm_panel_fn (y: Q8_K rows of the gemm_x8 path's encoder). */
-void lm_gemm_panel_q4_Kx8_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc,
-                                 const void *x, const void *y, size_t by, int64_t n, void *scratch)
+/* The weight types with a panel here. */
+enum panel_kind { PK_Q4_0, PK_Q8_0, PK_Q4_K };
+
+/* One tile of kind pk over NC (constant) columns. */
+static inline __attribute__((always_inline)) void tile_of(enum panel_kind pk, const int NC, int64_t nb, const char *x0,
+                                                          const char *x1, const char *y, size_t by, float *s,
+                                                          size_t ldc, int nc, int nr)
 {
-    (void)scratch;
-    const int64_t nb = k / LM_QK_K;
+    if (pk == PK_Q4_K)
+        tile_q4_K(NC, nb, x0, x1, y, by, s, ldc, nc, nr);
+    else
+        tile(pk == PK_Q8_0, NC, nb, x0, x1, y, by, s, ldc, nc, nr);
+}
+
+/* The groups of x against n columns: PANEL_COLS columns at a time (kept hot
+ * in L2), pairs of groups (16 rows) across them, tiles of PANEL_NC columns. */
+static inline __attribute__((always_inline)) void panel(enum panel_kind pk, int64_t k, int64_t n_groups,
+                                                         size_t group_bytes, float *s, size_t ldc, const void *x,
+                                                         const void *y, size_t by, int64_t n)
+{
+    const int64_t nb = k / (pk == PK_Q4_K ? LM_QK_K : LM_QK);
     for (int64_t n0 = 0; n0 < n; n0 += PANEL_COLS) {
         const int64_t n1 = n0 + PANEL_COLS < n ? n0 + PANEL_COLS : n;
         for (int64_t g = 0; g < n_groups; g += 2) {
@@ -294,18 +279,26 @@ void lm_gemm_panel_q4_Kx8_avx512(int64_t k, int64_t n_groups, size_t group_bytes
                 float *out = s + (size_t)c0 * ldc + (size_t)g * LM_REPACK_ROWS;
                 const char *yy = (const char *)y + (size_t)c0 * by;
                 switch (nc) {
-                case 8: tile_q4_K(8, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
-                case 7: tile_q4_K(7, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
-                case 6: tile_q4_K(6, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
-                case 5: tile_q4_K(5, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
-                case 4: tile_q4_K(4, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
-                case 3: tile_q4_K(3, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
-                case 2: tile_q4_K(2, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
-                default: tile_q4_K(1, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
+                case 8: tile_of(pk, 8, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
+                case 7: tile_of(pk, 7, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
+                case 6: tile_of(pk, 6, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
+                case 5: tile_of(pk, 5, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
+                case 4: tile_of(pk, 4, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
+                case 3: tile_of(pk, 3, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
+                case 2: tile_of(pk, 2, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
+                default: tile_of(pk, 1, nb, x0, x1, yy, by, out, ldc, nc, nr); break;
                 }
             }
         }
     }
+}
+
+/* Contract: kernels.h lm_gemm_panel_fn (y: Q8_K rows of the gemm_x8 path's encoder). */
+void lm_gemm_panel_q4_Kx8_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc,
+                                 const void *x, const void *y, size_t by, int64_t n, void *scratch)
+{
+    (void)scratch;
+    panel(PK_Q4_K, k, n_groups, group_bytes, s, ldc, x, y, by, n);
 }
 
 size_t lm_panel_row_size_q8_K_avx512(int64_t k) { return (size_t)(k / LM_QK_K) * sizeof(struct lm_block_q8_K); }
@@ -315,7 +308,7 @@ void lm_gemm_panel_q4_0x8_avx512(int64_t k, int64_t n_groups, size_t group_bytes
                                  const void *x, const void *y, size_t by, int64_t n, void *scratch)
 {
     (void)scratch;
-    panel(false, k, n_groups, group_bytes, s, ldc, x, y, by, n);
+    panel(PK_Q4_0, k, n_groups, group_bytes, s, ldc, x, y, by, n);
 }
 
 /* Contract: kernels.h lm_gemm_panel_fn (y: lm_panel_from_float_q8_0_avx512 rows). */
@@ -323,5 +316,5 @@ void lm_gemm_panel_q8_0x8_avx512(int64_t k, int64_t n_groups, size_t group_bytes
                                  const void *x, const void *y, size_t by, int64_t n, void *scratch)
 {
     (void)scratch;
-    panel(true, k, n_groups, group_bytes, s, ldc, x, y, by, n);
+    panel(PK_Q8_0, k, n_groups, group_bytes, s, ldc, x, y, by, n);
 }
