@@ -811,7 +811,8 @@ static int exact_panel_case(enum lm_type type, int64_t K, int ng, int N, bool ex
         const struct lm_cpu_type_kernels *tk = kt ? &kt->type[type] : NULL;
         if (!tk || !tk->gemm_panel || !tk->panel_exact)
             continue;
-        const size_t by = tk->panel_row_size(K) + 20, gy = lm_row_size(tk->gemm_vt, K) + 6;
+        /* strides past the rows, keeping the 4-byte alignment of Q8_K's float d */
+        const size_t by = tk->panel_row_size(K) + 20, gy = lm_row_size(tk->gemm_vt, K) + (is_k(type) ? 8 : 6);
         char *pact = malloc(by * (size_t)N), *gact = malloc(gy * (size_t)N);
         int16_t *sums = malloc(sizeof(int16_t) * (size_t)(nb * N));
         lm_from_float_fn enc = tk->gemm_from_float ? tk->gemm_from_float : kt->type[tk->gemm_vt].from_float;
