@@ -34,11 +34,17 @@
 #define LM_CU_ALIGN 256
 #define LM_CU_PAD 256
 
-/* Log a failed CUDA runtime call and clear the error (so that the next
- * launch check does not blame its node for it); true when it failed. */
 /* True on a thread while graph_run records a capture (thread-local capture mode). */
 static thread_local bool capturing_thread;
 
+bool lm_cu_capturing(void)
+{
+    return capturing_thread;
+}
+
+/* Log a failed CUDA runtime call and clear the error (so that the next
+ * launch check does not blame its node for it); true when it failed. During
+ * a capture only at debug level: graph_run falls back to direct launches. */
 static bool failed(cudaError_t e, const char *what)
 {
     if (e == cudaSuccess)
@@ -300,7 +306,7 @@ void *lm_cu_scratch(struct lm_cu_ctx *c, int slot, size_t bytes)
         return c->scratch[slot];
     /* growing synchronizes and calls cudaFree/cudaMalloc, all illegal in a capture (and the graph would keep
      * the old block's address): fail the capture instead, the direct launch that follows grows the slot */
-    if (c->capturing)
+    if (capturing_thread)
         return NULL;
     size_t want = bytes + bytes / 4; /* grow with headroom: shapes grow a little at a time */
     want = (want + LM_CU_ALIGN - 1) & ~(size_t)(LM_CU_ALIGN - 1);
@@ -594,10 +600,10 @@ static bool graph_run(struct lm_cu_backend *b, struct lm_graph *g)
     } else {
         cudaStream_t stream = c->stream;
         c->stream = b->capture;
-        c->capturing = capturing_thread = true;
+        capturing_thread = true;
         const lm_status st = launch_nodes(b, g, true);
         c->stream = stream;
-        c->capturing = capturing_thread = false;
+        capturing_thread = false;
         /* ended whatever happened: an invalidated capture ends with an error and no graph */
         const cudaError_t e = cudaStreamEndCapture(b->capture, &graph);
         if (st) /* NOMEM here: a scratch slot has to grow (lm_cu_scratch) */

@@ -38,8 +38,9 @@ struct lm_cu_limits {
 
 /* One backend: a device, its stream, a cuBLAS handle on that stream and
  * grow-only scratch blocks (slot i is one block; an op may use several
- * slots at once, and nothing in a slot survives the op). While `capturing`
- * (graph_compute records a decode graph, cuda_backend.cu), `stream` is the
+ * slots at once, and nothing in a slot survives the op). While
+ * lm_cu_capturing() (graph_compute records a decode graph on this thread,
+ * cuda_backend.cu), `stream` is the
  * capture stream: ops must then make no call that is illegal in a stream
  * capture (no synchronization, cudaMalloc/cudaFree, cudaMemcpy on the legacy
  * stream, cuBLAS: its handle stays on the real stream); lm_cu_scratch does
@@ -49,7 +50,6 @@ struct lm_cu_ctx {
     cudaStream_t stream;
     cublasHandle_t cublas;
     struct lm_cu_limits lim;
-    bool capturing;
     void *scratch[LM_CU_N_SCRATCH];
     size_t scratch_size[LM_CU_N_SCRATCH];
 };
@@ -65,6 +65,10 @@ void *lm_cu_scratch(struct lm_cu_ctx *c, int slot, size_t bytes);
 /* LM_OK when the last launch succeeded, else LM_ERR_DEVICE with the CUDA
  * error logged under `what`. Call after each op's launches. */
 lm_status lm_cu_launch_status(const char *what);
+/* True while this thread records a stream capture (graph_compute's decode
+ * graphs, thread-local capture mode): ops must not grow scratch, synchronize
+ * or call cuBLAS then (see struct lm_cu_ctx). */
+bool lm_cu_capturing(void);
 /* The same for a cuBLAS call's result. */
 lm_status lm_cu_cublas_status(cublasStatus_t st, const char *what);
 

@@ -985,7 +985,7 @@ static lm_status mul_mat_gemm(struct lm_cu_ctx *c, struct lm_tensor *dst)
 {
     /* the cuBLAS handle is bound to the real stream, not the capture stream:
      * a capture must never get here (lm_cu_graph_capturable) */
-    if (c->capturing)
+    if (lm_cu_capturing())
         return LM_ERR_UNSUPPORTED;
     const struct lm_tensor *a = dst->src[0], *b = dst->src[1];
     const int kind = gemm_kind(a->type);
@@ -1110,7 +1110,7 @@ static lm_status moe_gemms(struct lm_cu_ctx *c, const struct lm_tensor *a, int k
  * as gemm_quant. */
 static lm_status mul_mat_id_grouped(struct lm_cu_ctx *c, struct lm_tensor *dst)
 {
-    if (c->capturing) /* never: a batch is not captured (lm_cu_graph_capturable) */
+    if (lm_cu_capturing()) /* never: a batch is not captured (lm_cu_graph_capturable) */
         return LM_ERR_UNSUPPORTED;
     const struct lm_tensor *a = dst->src[0], *b = dst->src[1];
     const moe_map m = moe_map_of(dst);
