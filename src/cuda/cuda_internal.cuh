@@ -110,7 +110,8 @@ lm_status lm_cu_op_elementwise(struct lm_cu_ctx *c, struct lm_tensor *dst);
 bool lm_cu_supports_copy(const struct lm_cu_limits *lim, const struct lm_tensor *t);
 lm_status lm_cu_op_copy(struct lm_cu_ctx *c, struct lm_tensor *dst);
 
-/* ops_matmul.cu: MUL_MAT MUL_MAT_ID GET_ROWS */
+/* ops_matmul.cu: MUL_MAT MUL_MAT_ID GET_ROWS (MUL_MAT_ID batches: ops_moe.cu,
+ * through matmul.cuh) */
 bool lm_cu_supports_matmul(const struct lm_cu_limits *lim, const struct lm_tensor *t);
 lm_status lm_cu_op_matmul(struct lm_cu_ctx *c, struct lm_tensor *dst);
 /* True when a MUL_MAT or MUL_MAT_ID node is decode-sized: it runs the matvec

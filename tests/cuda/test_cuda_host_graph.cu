@@ -4,7 +4,7 @@
  *
  * A graph is captured when it has a matrix product and every MUL_MAT has at
  * most 8 columns and every MUL_MAT_ID at most 8 tokens (the matvec kernels:
- * ops_matmul.cu's MV_MAX_N, lm_cu_matmul_is_decode), so that no cuBLAS call
+ * matmul.cuh's MV_MAX_N, lm_cu_matmul_is_decode), so that no cuBLAS call
  * (bound to the backend's real stream) is ever part of a capture. Checked on
  * small decode-like graphs (RMS_NORM, products, ADD) at 1, 8 and 9 columns or
  * tokens, a mixed one, one without a product, and lm_cu_matmul_is_decode on

@@ -1,11 +1,14 @@
 /* test_cuda_host_moe.cu - the grouped MUL_MAT_ID path of the CUDA backend
- * (src/cuda/ops_matmul.cu: batches of more than 8 tokens) run on the host,
+ * (src/cuda/ops_moe.cu: batches of more than 8 tokens) run on the host,
  * no GPU needed.
  *
- * The file includes ops_matmul.cu and emulates its kernels with the same
- * __host__ __device__ index helpers they call (moe_bucket, moe_warp_range,
- * moe_warp_starts, moe_offsets, moe_lane_pos, moe_b_off, moe_d_off) on the
- * moe_map the host code builds from the node (moe_map_of):
+ * The file includes ops_moe.cu (its functions become this program's own;
+ * ops_matmul.cu's, lm_cu_matmul_is_decode and lm_cu_f16_chunk among them,
+ * come from lm_cuda, whose ops_moe.cu object is then never linked in) and
+ * emulates its kernels with the same __host__ __device__ index helpers they
+ * call (moe_bucket, moe_warp_range, moe_warp_starts, moe_offsets,
+ * moe_lane_pos, moe_b_off, moe_d_off) on the moe_map the host code builds
+ * from the node (moe_map_of):
  *   - k_moe_group, warp by warp with the lanes of a warp in lockstep
  *     (__match_any_sync as the mask of lanes with the same bucket), with the
  *     warp count the kernel gets and with 1 and a random count: the offsets
@@ -19,8 +22,9 @@
  * repeat within a token), 1 to 300 tokens, b shared by the slots or one per
  * slot, b and ids contiguous or transposed, about one id in eight out of
  * range (-1, n_expert, far off) in a third of the cases. Also the host
- * choices: moe_grouped and lm_cu_matmul_is_decode by token count, the
- * grouping kernel's warps within 48 KB of shared memory, f16_chunk's pieces.
+ * choices: lm_cu_moe_grouped and lm_cu_matmul_is_decode by token count, the
+ * grouping kernel's warps within 48 KB of shared memory, lm_cu_f16_chunk's
+ * pieces.
  * Prints "FAIL: ..." per failure (the first few); exits 1 if any.
  */
 #include <math.h>
@@ -29,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda/ops_matmul.cu"
+#include "cuda/ops_moe.cu"
 #include "backend/backend.h"
 #include "ref/ref.h"
 
@@ -187,8 +191,9 @@ static void check_case(lm_backend_t ref, struct lm_ctx *ctx, int c)
         CHECK(false, "case %d: ref compute", c);
         return;
     }
-    CHECK(moe_grouped(dst) == (T > MV_MAX_N) && lm_cu_matmul_is_decode(dst) == (T <= MV_MAX_N),
-          "case %d: %d tokens: grouped %d, decode %d", c, T, (int)moe_grouped(dst), (int)lm_cu_matmul_is_decode(dst));
+    CHECK(lm_cu_moe_grouped(dst) == (T > MV_MAX_N) && lm_cu_matmul_is_decode(dst) == (T <= MV_MAX_N),
+          "case %d: %d tokens: grouped %d, decode %d", c, T, (int)lm_cu_moe_grouped(dst),
+          (int)lm_cu_matmul_is_decode(dst));
     const moe_map m = moe_map_of(dst);
     const int nb = E + 1, P = n_used * T, nw = moe_group_warps(nb);
     int *off = (int *)malloc((size_t)(nb + 1) * sizeof(int)), *want_off = (int *)malloc((size_t)(nb + 1) * sizeof(int));
@@ -219,8 +224,8 @@ static void check_case(lm_backend_t ref, struct lm_ctx *ctx, int c)
 }
 
 /* moe_group_warps: 16 warps where they fit, else the most that do, none
- * where one does not; moe_grouped refuses the latter. f16_chunk: pieces of
- * at most GEMM_CHUNK bytes (or one row) covering the weights. */
+ * where one does not; lm_cu_moe_grouped refuses the latter. lm_cu_f16_chunk:
+ * pieces of at most GEMM_CHUNK bytes (or one row) covering the weights. */
 static void check_sizes(void)
 {
     for (int64_t nb = 2; nb < 6000; nb += 1 + nb / 8) {
@@ -235,11 +240,11 @@ static void check_sizes(void)
         for (int j = 0; j < 4; j++)
             for (int64_t a2 = 1; a2 <= 256; a2 *= 4) {
                 int64_t mt, na;
-                f16_chunk(ks[i], ms[j], a2, &mt, &na);
+                lm_cu_f16_chunk(ks[i], ms[j], a2, &mt, &na);
                 const bool ok = mt >= 1 && mt <= ms[j] && na >= 1 && na <= a2 && (na == 1 || mt == ms[j]) &&
                                 ((size_t)(ks[i] * mt * na * 2) <= GEMM_CHUNK || (mt == 1 && na == 1));
-                CHECK(ok, "f16_chunk(%lld, %lld, %lld) = %lld rows, %lld slices", (long long)ks[i], (long long)ms[j],
-                      (long long)a2, (long long)mt, (long long)na);
+                CHECK(ok, "lm_cu_f16_chunk(%lld, %lld, %lld) = %lld rows, %lld slices", (long long)ks[i],
+                      (long long)ms[j], (long long)a2, (long long)mt, (long long)na);
             }
 }
 
