@@ -12,7 +12,6 @@
  * decoding streams, docs/performance.md).
  * usage: bench_bandwidth [MiB] [max_threads] */
 #include <pthread.h>
-#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,8 +30,9 @@
 struct job {
     const uint8_t *p;
     size_t n;
+    int streams;  /* parts of [p, p + n) read interleaved, 64 bytes of each per step */
+    int prefetch; /* bytes ahead each part is prefetched (0: none) */
     uint64_t sink;
-    bool streams; /* the decode pattern instead of one plain stream */
 };
 
 static double now(void)
@@ -42,60 +42,35 @@ static double now(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-/* STREAMS interleaved parts of j's range, each prefetched PREFETCH ahead. */
-static uint64_t read_streams(const struct job *j)
-{
-    const size_t part = j->n / STREAMS / 64 * 64;
-    uint64_t s = 0;
-#if defined(__AVX2__)
-    __m256i a[STREAMS];
-    for (int k = 0; k < STREAMS; k++)
-        a[k] = _mm256_setzero_si256();
-    for (size_t i = 0; i < part; i += 64)
-        for (int k = 0; k < STREAMS; k++) {
-            const uint8_t *q = j->p + (size_t)k * part + i;
-            __builtin_prefetch(q + PREFETCH, 0, 3);
-            a[k] = _mm256_xor_si256(a[k], _mm256_xor_si256(_mm256_load_si256((const __m256i *)q),
-                                                           _mm256_load_si256((const __m256i *)(q + 32))));
-        }
-    for (int k = 1; k < STREAMS; k++)
-        a[0] = _mm256_xor_si256(a[0], a[k]);
-    s = (uint64_t)_mm256_extract_epi64(a[0], 0);
-#else
-    for (size_t i = 0; i < part; i += 8)
-        for (int k = 0; k < STREAMS; k++)
-            s ^= *(const uint64_t *)(j->p + (size_t)k * part + i);
-#endif
-    return s;
-}
-
+/* Reads j's range: one plain stream (streams 1, prefetch 0) or the decode
+ * pattern. The loads are folded into one xor, which the reads outpace. */
 static void *reader(void *arg)
 {
     struct job *j = arg;
-    if (j->streams) {
-        j->sink = read_streams(j);
-        return NULL;
-    }
+    const size_t part = j->n / (size_t)j->streams / 64 * 64;
     uint64_t s = 0;
 #if defined(__AVX2__)
-    __m256i a0 = _mm256_setzero_si256(), a1 = a0;
-    for (size_t i = 0; i + 64 <= j->n; i += 64) {
-        a0 = _mm256_xor_si256(a0, _mm256_load_si256((const __m256i *)(j->p + i)));
-        a1 = _mm256_xor_si256(a1, _mm256_load_si256((const __m256i *)(j->p + i + 32)));
-    }
-    a0 = _mm256_xor_si256(a0, a1);
-    s = (uint64_t)_mm256_extract_epi64(a0, 0);
+    __m256i a = _mm256_setzero_si256();
+    for (size_t i = 0; i < part; i += 64)
+        for (int k = 0; k < j->streams; k++) {
+            const uint8_t *q = j->p + (size_t)k * part + i;
+            if (j->prefetch)
+                __builtin_prefetch(q + j->prefetch, 0, 3);
+            a = _mm256_xor_si256(a, _mm256_xor_si256(_mm256_load_si256((const __m256i *)q),
+                                                     _mm256_load_si256((const __m256i *)(q + 32))));
+        }
+    s = (uint64_t)_mm256_extract_epi64(a, 0);
 #else
-    const uint64_t *q = (const uint64_t *)j->p;
-    for (size_t i = 0; i < j->n / 8; i++)
-        s ^= q[i];
+    for (size_t i = 0; i < part; i += 8)
+        for (int k = 0; k < j->streams; k++)
+            s ^= *(const uint64_t *)(j->p + (size_t)k * part + i);
 #endif
     j->sink = s;
     return NULL;
 }
 
 /* Best GB/s of 5 passes over buf with nt threads. */
-static double measure(const uint8_t *buf, size_t n, int nt, bool streams, uint64_t *sink)
+static double measure(const uint8_t *buf, size_t n, int nt, int streams, int prefetch, uint64_t *sink)
 {
     double best = 0;
     for (int r = 0; r < 5; r++) {
@@ -103,7 +78,7 @@ static double measure(const uint8_t *buf, size_t n, int nt, bool streams, uint64
         struct job jobs[256];
         double t0 = now();
         for (int i = 0; i < nt; i++) {
-            jobs[i] = (struct job){buf + n / (size_t)nt * (size_t)i, n / (size_t)nt / 64 * 64, 0, streams};
+            jobs[i] = (struct job){buf + n / (size_t)nt * (size_t)i, n / (size_t)nt / 64 * 64, streams, prefetch, 0};
             pthread_create(&th[i], NULL, reader, &jobs[i]);
         }
         for (int i = 0; i < nt; i++) {
@@ -131,8 +106,8 @@ int main(int argc, char **argv)
     memset(large, 1, n);
     uint64_t sink = 0;
     for (int nt = 1; nt <= max_t; nt++) {
-        const double s4k = measure(small, n, nt, false, &sink), sl = measure(large, n, nt, false, &sink);
-        const double ss = measure(large, n, nt, true, &sink);
+        const double s4k = measure(small, n, nt, 1, 0, &sink), sl = measure(large, n, nt, 1, 0, &sink);
+        const double ss = measure(large, n, nt, STREAMS, PREFETCH, &sink);
         printf("read bandwidth, %d thread%s: %.1f GB/s (4 KiB pages), %.1f GB/s (engine buffers), %.1f GB/s "
                "(engine buffers, %d streams + prefetch)\n",
                nt, nt > 1 ? "s" : "", s4k, sl, ss, STREAMS);
