@@ -131,11 +131,11 @@ static size_t exchange(const uint8_t *data, size_t size, char *reply, size_t cap
     enum { IDLE_MS = 100, FIRST_MS = IDLE_MS };
 #endif
     bool shut = false;
-    size_t kept = 0, got = 0;
+    size_t kept = 0; /* > 0 once any byte came: the first ones are always kept (cap > 1) */
     char sink[4096];
     for (;;) {
         struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        const int pr = poll(&pfd, 1, shut ? 10000 : got ? IDLE_MS : FIRST_MS);
+        const int pr = poll(&pfd, 1, shut ? 10000 : kept ? IDLE_MS : FIRST_MS);
         if (pr < 0 && errno == EINTR)
             continue;
         if (pr == 0) {
@@ -151,7 +151,6 @@ static size_t exchange(const uint8_t *data, size_t size, char *reply, size_t cap
             continue;
         if (n <= 0)
             break; /* end (or a reset after a refusal) */
-        got += (size_t)n;
         if (dst == reply + kept)
             kept += (size_t)n;
     }
