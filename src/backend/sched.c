@@ -35,6 +35,7 @@ struct rewrite {
 struct assignment {
     const struct lm_tensor *t;
     int backend;
+    uint32_t gen; /* the entry holds t only while gen is the map's generation */
 };
 
 struct lm_sched {
@@ -44,10 +45,14 @@ struct lm_sched {
     int n_backends;
     int graph_size;
 
-    struct lm_ctx *ctx; /* copies and per-backend graphs; reset per allocation */
+    struct lm_ctx *ctx;  /* copies; reset per allocation */
+    struct lm_ctx *gctx; /* bgraph, made once, cleared per allocation */
 
-    struct assignment *assign; /* pointer hash: tensor -> backend index (per allocation) */
+    /* pointer hash: tensor -> backend index (per allocation); a reset starts
+     * a new generation instead of clearing the whole table */
+    struct assignment *assign;
     size_t assign_cap;
+    uint32_t assign_gen;
     struct assignment forced[64]; /* lm_sched_set_tensor_backend, kept across allocations */
     int n_forced;
 
@@ -72,7 +77,7 @@ struct lm_sched {
 static struct assignment *slot(struct lm_sched *s, const struct lm_tensor *t)
 {
     size_t h = ((uintptr_t)t >> 4) % s->assign_cap;
-    while (s->assign[h].t && s->assign[h].t != t)
+    while (s->assign[h].gen == s->assign_gen && s->assign[h].t != t)
         h = h + 1 == s->assign_cap ? 0 : h + 1;
     return &s->assign[h];
 }
@@ -80,14 +85,13 @@ static struct assignment *slot(struct lm_sched *s, const struct lm_tensor *t)
 static int get_be(struct lm_sched *s, const struct lm_tensor *t)
 {
     struct assignment *a = slot(s, t);
-    return a->t ? a->backend : -1;
+    return a->gen == s->assign_gen ? a->backend : -1;
 }
 
 static void set_be(struct lm_sched *s, const struct lm_tensor *t, int be)
 {
     struct assignment *a = slot(s, t);
-    a->t = t;
-    a->backend = be;
+    *a = (struct assignment){t, be, s->assign_gen};
 }
 
 /* ---- lifecycle ---- */
@@ -104,6 +108,7 @@ lm_status lm_sched_new(lm_backend_t *backends, int n_backends, int graph_size, s
     s->graph_size = graph_size;
     s->assign_cap = 4 * (size_t)graph_size + 1;
     s->assign = calloc(s->assign_cap, sizeof *s->assign);
+    s->assign_gen = 1;
     s->splits = calloc((size_t)graph_size, sizeof *s->splits);
     for (int i = 0; i < LM_SCHED_MAX_BACKENDS; i++)
         s->keep[i] = i < n_backends ? calloc((size_t)graph_size, sizeof(struct lm_tensor *)) : NULL;
@@ -117,12 +122,20 @@ lm_status lm_sched_new(lm_backend_t *backends, int n_backends, int graph_size, s
             st = lm_gallocr_new(lm_backend_default_buft(backends[i]), &s->galloc[i]);
     }
     if (!st) {
+        struct lm_ctx_params p = {.mem_size = (size_t)graph_size * lm_tensor_overhead(), .no_alloc = true};
+        st = lm_ctx_new(&p, &s->ctx);
+    }
+    if (!st) {
         struct lm_ctx_params p = {
-            .mem_size = (size_t)n_backends * lm_graph_overhead((size_t)graph_size * 2) +
-                        (size_t)graph_size * lm_tensor_overhead(),
+            .mem_size = (size_t)n_backends * lm_graph_overhead((size_t)graph_size * 2),
             .no_alloc = true,
         };
-        st = lm_ctx_new(&p, &s->ctx);
+        st = lm_ctx_new(&p, &s->gctx);
+    }
+    for (int b = 0; b < n_backends && !st; b++) {
+        s->bgraph[b] = lm_graph_new(s->gctx, graph_size * 2);
+        if (!s->bgraph[b])
+            st = lm_ctx_status(s->gctx);
     }
     if (st) {
         lm_sched_free(s);
@@ -142,6 +155,7 @@ void lm_sched_free(struct lm_sched *s)
         free(s->keep[i]);
     }
     lm_ctx_free(s->ctx);
+    lm_ctx_free(s->gctx);
     free(s->assign);
     free(s->splits);
     free(s->copies);
@@ -161,8 +175,10 @@ void lm_sched_reset(struct lm_sched *s)
         s->n_keep[i] = 0;
     if (s->ctx)
         lm_ctx_reset(s->ctx);
-    if (s->assign)
+    if (s->assign && ++s->assign_gen == 0) { /* wrapped: entries of generation 1 may linger */
         memset(s->assign, 0, s->assign_cap * sizeof *s->assign);
+        s->assign_gen = 1;
+    }
     for (int k = 0; k < s->n_forced; k++)
         set_be(s, s->forced[k].t, s->forced[k].backend);
 }
@@ -179,7 +195,7 @@ void lm_sched_set_tensor_backend(struct lm_sched *s, struct lm_tensor *t, lm_bac
             }
         }
         if (s->n_forced < (int)(sizeof s->forced / sizeof s->forced[0]))
-            s->forced[s->n_forced++] = (struct assignment){t, i};
+            s->forced[s->n_forced++] = (struct assignment){.t = t, .backend = i};
     }
 }
 
@@ -359,11 +375,8 @@ static lm_status add_copies(struct lm_sched *s, struct split *sp, struct lm_tens
 
 static lm_status build_splits(struct lm_sched *s, struct lm_graph *g)
 {
-    for (int b = 0; b < s->n_backends; b++) {
-        s->bgraph[b] = lm_graph_new(s->ctx, g->size * 2);
-        if (!s->bgraph[b])
-            return lm_ctx_status(s->ctx);
-    }
+    for (int b = 0; b < s->n_backends; b++)
+        lm_graph_clear(s->bgraph[b]);
     for (int i = 0; i < g->n_leafs; i++) { /* unplaced leafs join their backend's graph */
         struct lm_tensor *l = g->leafs[i];
         if (!l->data && !l->view_src) {

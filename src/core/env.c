@@ -85,6 +85,14 @@ static const struct lm_env_switch table[LM_ENV_COUNT] = {
             .meaning = "0: a CUDA backend launches decode graphs node by node, without CUDA graphs",
             .when = "every CUDA backend creation (each context)",
         },
+    [LM_ENV_GRAPH_REUSE] =
+        {
+            .name = "LAMINA_GRAPH_REUSE",
+            .kind = LM_ENV_FLAG_01,
+            .def = 1,
+            .meaning = "0: every decode builds and allocates its graph anew, none is kept for the next",
+            .when = "every context creation",
+        },
 };
 
 const struct lm_env_switch *lm_env_switch(enum lm_env_id id) { return (unsigned)id < LM_ENV_COUNT ? &table[id] : NULL; }

@@ -405,13 +405,16 @@ struct lm_graph *lm_graph_new(struct lm_ctx *ctx, int size)
     uint8_t *p = obj_new(ctx, OBJ_GRAPH, bytes);
     if (!p)
         return NULL;
-    memset(p, 0, bytes);
+    /* nodes and leafs are written before they are read (n_nodes, n_leafs);
+     * only the visited set must start empty */
     struct lm_graph *g = (struct lm_graph *)p;
+    memset(g, 0, sizeof *g);
     g->size = size;
     g->nodes = (struct lm_tensor **)(p + sizeof *g);
     g->leafs = g->nodes + size;
     g->hash_size = hash;
     g->hash = (const struct lm_tensor **)(g->leafs + size);
+    memset(g->hash, 0, hash * sizeof *g->hash);
     return g;
 }
 
@@ -428,10 +431,37 @@ bool lm_graph_contains(const struct lm_graph *g, const struct lm_tensor *t)
     return g->hash[hash_slot(g, t)] == t;
 }
 
+/* Remove t from the visited set. Earlier removals leave holes in probe
+ * chains, so the search passes empty slots; false if t is not there. */
+static bool unhash(struct lm_graph *g, const struct lm_tensor *t)
+{
+    size_t h = ((uintptr_t)t >> 4) % g->hash_size;
+    for (size_t k = 0; k < g->hash_size; k++) {
+        if (g->hash[h] == t) {
+            g->hash[h] = NULL;
+            return true;
+        }
+        h = h + 1 == g->hash_size ? 0 : h + 1;
+    }
+    return false;
+}
+
+/* When the visited set holds exactly the nodes and leafs (every graph made
+ * only by lm_graph_expand), their slots are cleared one by one: a decode
+ * graph of ~1,000 tensors in a set of 16k slots. Otherwise (a failed
+ * expand; nodes added by hand) the whole set. */
 void lm_graph_clear(struct lm_graph *g)
 {
+    bool done = g->n_hashed == 0;
+    if (!done && g->n_hashed == (size_t)g->n_nodes + (size_t)g->n_leafs) {
+        done = true;
+        for (int i = 0; i < g->n_nodes + g->n_leafs && done; i++)
+            done = unhash(g, i < g->n_nodes ? g->nodes[i] : g->leafs[i - g->n_nodes]);
+    }
+    if (!done)
+        memset(g->hash, 0, g->hash_size * sizeof *g->hash);
     g->n_nodes = g->n_leafs = 0;
-    memset(g->hash, 0, g->hash_size * sizeof *g->hash);
+    g->n_hashed = 0;
 }
 
 /* Iterative DFS (explicit stack) so deep graphs cannot overflow the C stack. */
@@ -452,6 +482,7 @@ lm_status lm_graph_expand(struct lm_graph *g, struct lm_tensor *root)
     if (g->hash[h] == root)
         goto out;
     g->hash[h] = root;
+    g->n_hashed++;
     stack[top++] = (struct frame){root, 0};
     while (top) {
         struct frame *f = &stack[top - 1];
@@ -467,6 +498,7 @@ lm_status lm_graph_expand(struct lm_graph *g, struct lm_tensor *root)
             if (g->hash[hs] == s)
                 continue;
             g->hash[hs] = s;
+            g->n_hashed++;
             next = s;
         }
         if (next) {

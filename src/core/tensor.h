@@ -378,8 +378,11 @@ struct lm_graph {
     int n_leafs;              /* tensors without an op (inputs, weights) */
     struct lm_tensor **nodes;
     struct lm_tensor **leafs;
-    /* visited set: open addressing over 2*size slots */
+    /* visited set: open addressing over 2*size slots; n_hashed entries in it
+     * (lm_graph_expand puts each in nodes or leafs too, so clearing can visit
+     * just those slots) */
     size_t hash_size;
+    size_t n_hashed;
     const struct lm_tensor **hash;
 };
 
@@ -389,7 +392,7 @@ struct lm_graph *lm_graph_new(struct lm_ctx *ctx, int size);
 /* Add t and every tensor it depends on, sources before users. Returns LM_OK,
  * or LM_ERR_FULL if the graph's capacity is exceeded, LM_ERR_INVALID_ARG for NULL. */
 lm_status lm_graph_expand(struct lm_graph *g, struct lm_tensor *t);
-/* Empty the graph (capacity kept). */
+/* Empty the graph (capacity kept). Costs the previous contents, not the capacity. */
 void lm_graph_clear(struct lm_graph *g);
 /* True if t is a node or leaf of g. */
 bool lm_graph_contains(const struct lm_graph *g, const struct lm_tensor *t);

@@ -234,9 +234,17 @@ void lm_tp_run(struct lm_tp *tp, lm_tp_fn fn, void *arg)
     lm_tp_barrier(tp);
 }
 
-/* Online cores from sysconf, in [1, 4096]. Thread-safe. */
+/* Online cores from sysconf, in [1, 4096], read on the first call: glibc
+ * answers by reading sysfs (tens of microseconds), and every decode asks.
+ * Thread-safe: racing first calls store the same value. */
 int lm_cpu_n_cores(void)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n >= 1 ? (n > 4096 ? 4096 : (int)n) : 1;
+    static atomic_int cached;
+    int c = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (c == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        c = n >= 1 ? (n > 4096 ? 4096 : (int)n) : 1;
+        atomic_store_explicit(&cached, c, memory_order_relaxed);
+    }
+    return c;
 }

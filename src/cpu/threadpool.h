@@ -34,7 +34,7 @@ void lm_tp_barrier(struct lm_tp *tp);
 /* How many times worker threads went to sleep (tests: idle workers sleep). */
 long lm_tp_sleeps(const struct lm_tp *tp);
 
-/* Online cores (sysconf), at least 1. */
+/* Online cores (sysconf, read once per process), at least 1. */
 int lm_cpu_n_cores(void);
 
 #endif

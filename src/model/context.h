@@ -36,7 +36,17 @@ struct lm_context {
     lm_backend_t backends[LM_MAX_DEVICES]; /* one per device the model's plan uses, GPUs first */
     int n_backends;
     struct lm_sched *sched;
-    struct lm_ctx *gctx;          /* graph arena, reset per decode */
+    struct lm_ctx *gctx;          /* graph arena, reset per graph build */
+
+    /* The last decode's graph, kept built and allocated: the next decode of
+     * the same shape (tokens, outputs, cache window) only moves its cache
+     * writes (lm_build_move_kv) and sets the inputs. kept_valid is cleared by
+     * every other use of the graph arena or the scheduler. */
+    struct lm_build kept;
+    bool kept_valid;
+    bool reuse;                   /* LAMINA_GRAPH_REUSE at creation: keep graphs */
+    struct lm_kv_write *kv_writes; /* room for kept's cache writes (4 per layer) */
+    int64_t n_reused;             /* decodes that ran the kept graph */
 
     float *logits;                /* rows of n_vocab floats */
     size_t logits_cap;            /* floats allocated */

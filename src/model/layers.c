@@ -123,6 +123,19 @@ struct lm_tensor *lm_b_rope(struct lm_build *b, struct lm_tensor *x, int n_rot, 
     return lm_rope(b->ctx, x, b->inp_pos, &rp);
 }
 
+/* t views cache cells from kv_head on, cell_elems elements of t's type each
+ * (see lm_build_move_kv). */
+static void record_kv_write(struct lm_build *b, struct lm_tensor *t, int64_t cell_elems)
+{
+    if (!t || !b->kv_writes)
+        return;
+    if (b->n_kv_writes >= b->cap_kv_writes) {
+        b->kv_writes_lost = true;
+        return;
+    }
+    b->kv_writes[b->n_kv_writes++] = (struct lm_kv_write){t, t->type, cell_elems};
+}
+
 /* Write k and v of this batch into the cache cells [kv_head, kv_head + T). */
 static void store_kv(struct lm_build *b, int il, struct lm_tensor *k, struct lm_tensor *v)
 {
@@ -134,10 +147,29 @@ static void store_kv(struct lm_build *b, int il, struct lm_tensor *k, struct lm_
     struct lm_tensor *vdst = lm_view_2d(ctx, vl, b->n_tokens, nv, lm_row_size(vl->type, kv->size),
                                         lm_row_size(vl->type, b->kv_head));
     struct lm_tensor *vt = lm_transpose(ctx, lm_reshape_2d(ctx, v, nv, b->n_tokens));
+    struct lm_tensor *kcpy = lm_cpy(ctx, k, kdst), *vcpy = lm_cpy(ctx, vt, vdst);
     /* the copies must run before attention reads the cache: put them in the
      * graph now (attention reads the cache through other views) */
-    lm_graph_expand(b->graph, lm_cpy(ctx, k, kdst));
-    lm_graph_expand(b->graph, lm_cpy(ctx, vt, vdst));
+    lm_graph_expand(b->graph, kcpy);
+    lm_graph_expand(b->graph, vcpy);
+    record_kv_write(b, kdst, nk);
+    record_kv_write(b, kcpy, nk);
+    record_kv_write(b, vdst, 1);
+    record_kv_write(b, vcpy, 1);
+}
+
+lm_status lm_build_move_kv(struct lm_build *b, int32_t kv_head)
+{
+    if (!b->kv_writes || b->kv_writes_lost || kv_head < 0)
+        return LM_ERR_UNSUPPORTED;
+    lm_status st = LM_OK;
+    for (int i = 0; i < b->n_kv_writes && !st; i++) {
+        const struct lm_kv_write *w = &b->kv_writes[i];
+        st = lm_view_move(w->t, lm_row_size(w->type, w->cell_elems * kv_head));
+    }
+    if (!st)
+        b->kv_head = kv_head;
+    return st;
 }
 
 /* The fused ATTN op serves these cache types unless LAMINA_ATTN=unfused (read per graph build). */

@@ -87,6 +87,10 @@ static const struct env_case cases[] = {
     {LM_ENV_CUDA_GRAPHS, "00", 1},
     {LM_ENV_CUDA_GRAPHS, "no", 1},
     {LM_ENV_CUDA_GRAPHS, "", 1},
+    {LM_ENV_GRAPH_REUSE, UNSET, 1},
+    {LM_ENV_GRAPH_REUSE, "0", 0},
+    {LM_ENV_GRAPH_REUSE, "1", 1},
+    {LM_ENV_GRAPH_REUSE, "no", 1},
 };
 
 static bool is_flag(enum lm_env_kind k)
