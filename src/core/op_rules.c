@@ -195,6 +195,8 @@ static bool cpy_type_ok(enum lm_type src, enum lm_type dst)
 {
     if (src == dst)
         return lm_type_valid(src);
+    if (lm_op_weight_type_ok(src) && lm_type_traits(src)->is_quantized) /* decoded (a quantized K cache shifted) */
+        return lm_op_float_type(dst);
     if (!lm_op_float_type(src))
         return false;
     if (lm_op_float_type(dst))
@@ -203,7 +205,8 @@ static bool cpy_type_ok(enum lm_type src, enum lm_type dst)
 }
 
 /* CPY: a into b (src[1]); the result is b's memory, b's type and shape. A
- * quantized destination needs contiguous rows, a quantized source contiguity. */
+ * quantized destination needs contiguous rows, a quantized source contiguity
+ * (and, into another type, destination rows of whole blocks). */
 static bool rule_cpy(const struct lm_tensor *t, char *why, size_t n)
 {
     const struct lm_tensor *a = t->src[0], *b = t->src[1];
@@ -212,6 +215,8 @@ static bool rule_cpy(const struct lm_tensor *t, char *why, size_t n)
     RULE(cpy_type_ok(a->type, b->type), "CPY: %s to %s not supported", lm_type_name(a->type), lm_type_name(b->type));
     RULE(lm_type_blck(b->type) == 1 || lm_is_contiguous_rows(b), "CPY: quantized destination rows must be contiguous");
     RULE(lm_type_blck(a->type) == 1 || lm_is_contiguous(a), "CPY: quantized source must be contiguous");
+    RULE(lm_type_blck(a->type) == 1 || a->type == b->type || b->ne[0] % lm_type_blck(a->type) == 0,
+         "CPY: %s source into rows of %lld, not whole blocks", lm_type_name(a->type), (long long)b->ne[0]);
     RULE(lm_type_blck(t->type) == 1 || lm_is_contiguous_rows(t), "CPY: quantized destination rows must be contiguous");
     return result_like(t, b->type, b, why, n);
 }

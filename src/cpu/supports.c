@@ -49,8 +49,12 @@ bool lm_cpu_supports_op(const struct lm_tensor *t)
         /* kernel limit: a block-type row is converted whole, so its blocks must be packed */
         return lm_cpu_kernels()->type[a->type].to_float && (lm_type_blck(a->type) == 1 || lm_is_contiguous_rows(a));
     case LM_OP_CPY:
-        /* a quantized destination needs the type's encoder */
-        return a->type == t->type || lm_type_blck(t->type) == 1 || lm_quant_traits(t->type)->from_float;
+        /* a quantized destination needs the type's encoder, a quantized source its decoder */
+        if (a->type == t->type)
+            return true;
+        if (lm_type_blck(a->type) > 1 && !lm_cpu_kernels()->type[a->type].to_float)
+            return false;
+        return lm_type_blck(t->type) == 1 || lm_quant_traits(t->type)->from_float;
     case LM_OP_ATTN:
         /* kernel limit: cell indices are int32 */
         return attn_type_ok(t->src[1]->type) && attn_type_ok(t->src[2]->type) && t->src[1]->ne[1] <= INT32_MAX;

@@ -3,8 +3,9 @@
  * CPY and CONT copy elements in flat order: element j of the source (row-major
  * over its ne[], ne[0] fastest) becomes element j of the destination, whatever
  * the two shapes and strides. Equal types copy the bytes of each element (or
- * quantized block) unchanged; different types go through F32, and a quantized
- * destination gets each of its rows encoded with the type's from_float. The
+ * quantized block) unchanged; different types go through F32 (a quantized
+ * source decoded row by row), and a quantized destination gets each of its
+ * rows encoded with the type's from_float. The
  * source is gathered into a scratch buffer first, so overlapping source and
  * destination memory gives the same result as disjoint memory.
  */
@@ -46,7 +47,8 @@ static lm_status copy_blocks(const struct lm_tensor *src, struct lm_tensor *dst)
     return LM_OK;
 }
 
-/* Different types: the F32/F16/BF16 source through F32 into dst's type. */
+/* Different types: the source (float, or quantized and decoded row by row)
+ * through F32 into dst's type. */
 static lm_status convert(const struct lm_tensor *src, struct lm_tensor *dst)
 {
     const int64_t n = lm_nelements(src);
@@ -54,11 +56,22 @@ static lm_status convert(const struct lm_tensor *src, struct lm_tensor *dst)
     float *tmp = ref_scratch(n, sizeof *tmp);
     if (!tmp)
         return LM_ERR_NOMEM;
-    for (int64_t k = 0; k < n; k++) {
-        lm_ref_unflatten(src->ne, k, idx);
-        tmp[k] = (float)lm_ref_get(src, idx[0], idx[1], idx[2], idx[3]);
-    }
     lm_status st = LM_OK;
+    if (lm_type_blck(src->type) > 1) {
+        for (int64_t r = 0; r < lm_nrows(src) && !st; r++) {
+            lm_ref_unflatten(src->ne, r * src->ne[0], idx);
+            st = lm_ref_get_row(src, idx[1], idx[2], idx[3], tmp + r * src->ne[0]);
+        }
+        if (st) {
+            free(tmp);
+            return st;
+        }
+    } else {
+        for (int64_t k = 0; k < n; k++) {
+            lm_ref_unflatten(src->ne, k, idx);
+            tmp[k] = (float)lm_ref_get(src, idx[0], idx[1], idx[2], idx[3]);
+        }
+    }
     if (lm_type_blck(dst->type) == 1) {
         for (int64_t k = 0; k < n; k++) {
             lm_ref_unflatten(dst->ne, k, idx);

@@ -91,12 +91,10 @@ static int64_t script(struct llama_model *m, bool reuse, enum ggml_type type_k, 
     llama_kv_cache_seq_rm(ctx, 0, 20, -1);
     for (pos = 20; pos < 30; pos++)
         t = step(ctx, r, t, pos, 0);
-    /* 3. a K shift: the next decode first runs the shift graph (not for a
-     * quantized K cache: the shift graph cannot read it, and says so) */
-    if (type_k == GGML_TYPE_F16) {
-        llama_kv_cache_seq_shift(ctx, 0, 5, 30, -3);
-        pos -= 3;
-    }
+    /* 3. a K shift: the next decode first runs the shift graph (a quantized
+     * K cache is decoded, rotated and encoded again) */
+    llama_kv_cache_seq_shift(ctx, 0, 5, 30, -3);
+    pos -= 3;
     for (int i = 0; i < 4; i++, pos++)
         t = step(ctx, r, t, pos, 0);
     /* 4. save, decode, load back, decode the same tokens again */

@@ -51,6 +51,14 @@ static void refuse(const char *what, const struct lm_tensor *t)
         }                                                                                                         \
     } while (0)
 
+/* x takes d's type, shape and strides (a CPY result over another destination). */
+#define LIKE(x, d)                                                                                                \
+    do {                                                                                                          \
+        (x)->type = (d)->type;                                                                                    \
+        memcpy((x)->ne, (d)->ne, sizeof (x)->ne);                                                                 \
+        memcpy((x)->nb, (d)->nb, sizeof (x)->nb);                                                                 \
+    } while (0)
+
 static struct lm_ctx *scratch; /* constructors that must refuse build here */
 
 /* The constructor call `expr` on scratch returns NULL with LM_ERR_SHAPE. */
@@ -180,12 +188,20 @@ static void test_ops(struct lm_ctx *ctx)
     struct lm_tensor *cq = lm_cpy(ctx, src_q, dst_q);
     accept("CPY f32->q8_0", cq);
     BAD("CPY: element counts differ", cp, x->src[1] = small16);
-    BAD("CPY: q8_0 source to f32", cq, x->src[0] = dst_q; x->src[1] = src_q; x->type = LM_TYPE_F32);
     BAD("CPY: f16 source to q8_0", cq, x->src[0] = t4(ctx, LM_TYPE_F16, 32, 3, 1, 1));
+    struct lm_tensor *dq = lm_cpy(ctx, dst_q, src_q);
+    accept("CPY q8_0->f32 (decoded)", dq);
+    /* each with a result shaped like its new destination, so only the type rule can refuse */
+    struct lm_tensor *f16x6 = t4(ctx, LM_TYPE_F32, 16, 6, 1, 1), *q4 = t4(ctx, LM_TYPE_Q4_0, 32, 3, 1, 1);
+    struct lm_tensor *f32sq = t4(ctx, LM_TYPE_F32, 32, 32, 1, 1);
+    BAD("CPY: q8_0 source into rows of 16", dq, x->src[1] = f16x6; LIKE(x, f16x6));
+    BAD("CPY: q8_0 source to q4_0", dq, x->src[1] = q4; LIKE(x, q4));
+    struct lm_tensor *q8gap = lm_view_2d(ctx, t4(ctx, LM_TYPE_Q8_0, 32, 64, 1, 1), 32, 32, 2 * 34, 0); /* every other row */
+    BAD("CPY: q8_0 source not contiguous", dq, x->src[0] = q8gap; x->src[1] = f32sq; LIKE(x, f32sq));
     BAD("CPY: result type is not the destination's", cp, x->type = LM_TYPE_F32);
     BAD("CPY: NULL destination", cp, x->src[1] = NULL);
     CTOR_REFUSES(lm_cpy(c, x, small16));
-    CTOR_REFUSES(lm_cpy(c, dst_q, src_q));
+    CTOR_REFUSES(lm_cpy(c, dst_q, t4(ctx, LM_TYPE_F32, 16, 6, 1, 1)));
 
     struct lm_tensor *ct = lm_cont(ctx, lm_transpose(ctx, x));
     accept("CONT", ct);

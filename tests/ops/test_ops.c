@@ -544,15 +544,16 @@ static void gen_cpy(struct runner *R)
                 run_case(R, &s, B_EXACT);
             }
     for (int t = 3; t < N_WEIGHT_TYPES; t++)
-        for (int c = 0; c < 8; c++) {
+        for (int c = 0; c < 11; c++) {
             struct ut_spec s = spec(UT_K_CPY, 0);
-            const bool same = c >= 6; /* quantized to the same type: a block copy */
-            s.type = same ? weight_types[t] : LM_TYPE_F32;
-            s.type2 = weight_types[t];
+            const bool same = c == 6 || c == 7; /* quantized to the same type: a block copy */
+            const bool decode = c >= 8;         /* quantized into F32, F16, BF16 (a quantized K cache shifted) */
+            s.type = same || decode ? weight_types[t] : LM_TYPE_F32;
+            s.type2 = decode ? float_types[c - 8] : weight_types[t];
             random_shape(R, s.ne);
-            s.ne[0] = lm_type_blck(s.type2) * (rint_(R, 3) + 1);
+            s.ne[0] = lm_type_blck(weight_types[t]) * (rint_(R, 3) + 1);
             cpy_shape(R, s.ne, s.ne2, true);
-            s.lay[0] = same ? (rint_(R, 2) ? UT_CONT : UT_RESHAPE) : ut_rng_layout(&R->master);
+            s.lay[0] = same || decode ? (rint_(R, 2) ? UT_CONT : UT_RESHAPE) : ut_rng_layout(&R->master);
             s.lay[1] = ut_rng_layout_rows(&R->master);
             run_case(R, &s, B_EXACT);
         }

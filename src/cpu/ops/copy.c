@@ -71,9 +71,16 @@ static void store_f(enum lm_type t, char *p, float v)
     }
 }
 
-/* n F32 values of src from flat element index `flat` on. */
+/* n F32 values of src from flat element index `flat` on. A quantized src is
+ * contiguous and flat, n whole blocks (core/op_rules.c). */
 static void gather_f32(const struct lm_cpu_params *p, const struct lm_tensor *src, int64_t flat, int64_t n, float *out)
 {
+    const int64_t blck = lm_type_blck(src->type);
+    if (blck > 1) {
+        p->kern->type[src->type].to_float((const char *)src->data + (size_t)(flat / blck) * lm_type_size(src->type),
+                                          out, n);
+        return;
+    }
     struct walker w;
     walker_seek(&w, src, flat);
     const bool unit = src->nb[0] == lm_type_size(src->type);
