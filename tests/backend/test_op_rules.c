@@ -196,7 +196,8 @@ static void test_ops(struct lm_ctx *ctx)
     struct lm_tensor *f32sq = t4(ctx, LM_TYPE_F32, 32, 32, 1, 1);
     BAD("CPY: q8_0 source into rows of 16", dq, x->src[1] = f16x6; LIKE(x, f16x6));
     BAD("CPY: q8_0 source to q4_0", dq, x->src[1] = q4; LIKE(x, q4));
-    struct lm_tensor *q8gap = lm_view_2d(ctx, t4(ctx, LM_TYPE_Q8_0, 32, 64, 1, 1), 32, 32, 2 * 34, 0); /* every other row */
+    /* every other row of a q8_0 matrix */
+    struct lm_tensor *q8gap = lm_view_2d(ctx, t4(ctx, LM_TYPE_Q8_0, 32, 64, 1, 1), 32, 32, 2 * 34, 0);
     BAD("CPY: q8_0 source not contiguous", dq, x->src[0] = q8gap; x->src[1] = f32sq; LIKE(x, f32sq));
     BAD("CPY: result type is not the destination's", cp, x->type = LM_TYPE_F32);
     BAD("CPY: NULL destination", cp, x->src[1] = NULL);
