@@ -63,12 +63,7 @@ static void step_multi(struct llama_context *ctx, struct rec *r, const llama_tok
 static int64_t script(struct llama_model *m, bool reuse, enum ggml_type type_k, struct rec *r)
 {
     setenv("LAMINA_GRAPH_REUSE", reuse ? "1" : "0", 1);
-    struct llama_context_params cp = llama_context_default_params();
-    cp.n_ctx = 256;
-    cp.n_batch = 32;
-    cp.n_threads = 2;
-    cp.n_threads_batch = 2;
-    cp.seed = 1234;
+    struct llama_context_params cp = api_ctx_params(256, 32);
     cp.type_k = type_k;
     struct llama_context *ctx = llama_new_context_with_model(m, cp);
     unsetenv("LAMINA_GRAPH_REUSE");

@@ -32,7 +32,7 @@ struct llama_model *api_start(const char *rel)
     return m;
 }
 
-struct llama_context *api_ctx(struct llama_model *m, uint32_t n_ctx, uint32_t n_batch, bool logits_all)
+struct llama_context_params api_ctx_params(uint32_t n_ctx, uint32_t n_batch)
 {
     struct llama_context_params cp = llama_context_default_params();
     cp.n_ctx = n_ctx;
@@ -40,6 +40,12 @@ struct llama_context *api_ctx(struct llama_model *m, uint32_t n_ctx, uint32_t n_
     cp.n_threads = 2;
     cp.n_threads_batch = 2;
     cp.seed = 1234;
+    return cp;
+}
+
+struct llama_context *api_ctx(struct llama_model *m, uint32_t n_ctx, uint32_t n_batch, bool logits_all)
+{
+    struct llama_context_params cp = api_ctx_params(n_ctx, n_batch);
     cp.logits_all = logits_all;
     return llama_new_context_with_model(m, cp);
 }

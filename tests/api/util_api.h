@@ -14,7 +14,9 @@ void api_test_init(void);
 struct llama_model *api_start(const char *rel);
 /* A model under ../shared (relative path); NULL on failure. */
 struct llama_model *api_load(const char *rel);
-/* A context with the given sizes, 2 threads, seed 1234. */
+/* Context parameters with the given sizes, 2 threads, seed 1234 (the rest default). */
+struct llama_context_params api_ctx_params(uint32_t n_ctx, uint32_t n_batch);
+/* A context of api_ctx_params(n_ctx, n_batch) and logits_all. */
 struct llama_context *api_ctx(struct llama_model *m, uint32_t n_ctx, uint32_t n_batch, bool logits_all);
 llama_token api_argmax(const float *logits, int n);
 /* max |a - b| (NaN counts as infinite). */
