@@ -192,7 +192,7 @@ void cli_model_usage(FILE *f)
           "  -b, --batch-size N        prompt tokens per decode call (default 512)\n"
           "  -s, --seed N              RNG seed (default -1: random)\n"
           "  -ctk, --cache-type-k T    KV cache type for K (f16, f32, bf16, q8_0; default f16)\n"
-          "  -ctv, --cache-type-v T    KV cache type for V (default f16)\n"
+          "  -ctv, --cache-type-v T    KV cache type for V (f16, f32, bf16; default f16)\n"
           "  --no-mmap                 read the weights into memory instead of mapping the file\n"
           "  --mlock                   keep the weights locked in RAM\n"
           "  --lora FILE               merge a LoRA adapter ('ggla' file) into the weights; repeatable,\n"
