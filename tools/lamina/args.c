@@ -41,6 +41,24 @@ bool cli_float(const char *opt, const char *s, float *out)
     return true;
 }
 
+bool cli_cache_type(const char *s, enum ggml_type *out)
+{
+    static const struct {
+        const char *name;
+        enum ggml_type t;
+    } types[] = {
+        {"f32", GGML_TYPE_F32},   {"f16", GGML_TYPE_F16},   {"bf16", GGML_TYPE_BF16}, {"q8_0", GGML_TYPE_Q8_0},
+        {"q4_0", GGML_TYPE_Q4_0}, {"q4_1", GGML_TYPE_Q4_1}, {"q5_0", GGML_TYPE_Q5_0}, {"q5_1", GGML_TYPE_Q5_1},
+    };
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (!strcmp(s, types[i].name)) {
+            *out = types[i].t;
+            return true;
+        }
+    fprintf(stderr, "error: unknown cache type '%s'\n", s);
+    return false;
+}
+
 static int hexval(char c)
 {
     if (c >= '0' && c <= '9')

@@ -40,6 +40,7 @@ struct bench_opts {
     const char *output;
     struct cli_placement place; /* -ngl/-sm/-mg/-ts as lamina run's (one value each) */
     long long no_kvo;           /* -nkvo 0|1 (llama-bench's form) */
+    enum ggml_type type_k, type_v; /* -ctk, -ctv (one value each) */
     bool profile;               /* --profile: per-op timing of every test */
 };
 
@@ -73,6 +74,8 @@ static void bench_usage(FILE *f)
                "  -b, --batch-size N     tokens per decode call in prompt tests (default 512)\n"
                "  -r, --repetitions N    timed runs per test (default 5)\n"
                "  -mmp, --mmap 0|1       map the weights (1, default) or read them into memory (0)\n"
+               "  -ctk, -ctv T           KV cache types of K and V, as for lamina run (one value each;\n"
+               "                         default f16)\n"
                "  -o, --output FMT       md (default), csv or json\n"
                "  --profile              after the results, a table per test of where its timed runs\n"
                "                         spent their time: per op, nodes and ms per run, share of the\n"
@@ -115,6 +118,7 @@ static int parse_bench(int argc, char **argv, struct bench_opts *o)
     o->mmap = 1;
     o->output = "md";
     o->place.split_mode = LLAMA_SPLIT_LAYER;
+    o->type_k = o->type_v = GGML_TYPE_F16;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -153,6 +157,10 @@ static int parse_bench(int argc, char **argv, struct bench_opts *o)
             ok = cli_int(a, v, 0, 1, &o->mmap);
         else if (!strcmp(a, "-nkvo") || !strcmp(a, "--no-kv-offload"))
             ok = cli_int(a, v, 0, 1, &o->no_kvo);
+        else if (!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k"))
+            ok = cli_cache_type(v, &o->type_k);
+        else if (!strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v"))
+            ok = cli_cache_type(v, &o->type_v);
         else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
             o->output = v;
             ok = !strcmp(v, "md") || !strcmp(v, "csv") || !strcmp(v, "json");
@@ -298,6 +306,8 @@ static bool bench_depth(const struct bench_opts *o, const char *path, struct lla
     cp.n_threads = cp.n_threads_batch = (uint32_t)threads;
     cp.seed = 1;
     cp.offload_kqv = o->no_kvo == 0;
+    cp.type_k = o->type_k;
+    cp.type_v = o->type_v;
     struct llama_context *ctx = llama_new_context_with_model(model, cp);
     if (!ctx) {
         fprintf(stderr, "error: cannot make a context of %u tokens for %s\n", cp.n_ctx, path);

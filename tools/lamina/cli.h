@@ -31,6 +31,8 @@ const char *cli_value(int argc, char **argv, int *i);
 /* Parse an integer / float option value; false (with a message) if malformed. */
 bool cli_int(const char *opt, const char *s, long long lo, long long hi, long long *out);
 bool cli_float(const char *opt, const char *s, float *out);
+/* A KV cache type by name (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1); false (with a message) if unknown. */
+bool cli_cache_type(const char *s, enum ggml_type *out);
 /* Process escapes (\n \t \r \\ \' \" \xHH) in place. */
 void cli_unescape(char *s);
 /* Read a whole text file (NUL-terminated, caller frees); NULL with a message. */

@@ -38,21 +38,6 @@ bool cli_model_add_lora(struct cli_model_opts *o, const char *path, float scale)
     return true;
 }
 
-static bool parse_type(const char *s, enum ggml_type *out)
-{
-    static const struct { const char *name; enum ggml_type t; } types[] = {
-        {"f32", GGML_TYPE_F32}, {"f16", GGML_TYPE_F16}, {"bf16", GGML_TYPE_BF16}, {"q8_0", GGML_TYPE_Q8_0},
-        {"q4_0", GGML_TYPE_Q4_0}, {"q4_1", GGML_TYPE_Q4_1}, {"q5_0", GGML_TYPE_Q5_0}, {"q5_1", GGML_TYPE_Q5_1},
-    };
-    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
-        if (!strcmp(s, types[i].name)) {
-            *out = types[i].t;
-            return true;
-        }
-    fprintf(stderr, "error: unknown cache type '%s'\n", s);
-    return false;
-}
-
 #define IS(name) (!strcmp(a, name))
 #define VAL() do { if (!(v = cli_value(argc, argv, i))) return -1; } while (0)
 #define INT(field, lo, hi) do { VAL(); if (!cli_int(a, v, lo, hi, &ll)) return -1; o->field = ll; } while (0)
@@ -69,8 +54,8 @@ int cli_model_flag(int argc, char **argv, int *i, struct cli_model_opts *o)
     else if (IS("-c") || IS("--ctx-size")) INT(n_ctx, 0, 1 << 24);
     else if (IS("-b") || IS("--batch-size")) INT(n_batch, 1, 1 << 24);
     else if (IS("-s") || IS("--seed")) INT(seed, -1, 0xFFFFFFFFLL);
-    else if (IS("-ctk") || IS("--cache-type-k")) { VAL(); if (!parse_type(v, &o->type_k)) return -1; }
-    else if (IS("-ctv") || IS("--cache-type-v")) { VAL(); if (!parse_type(v, &o->type_v)) return -1; }
+    else if (IS("-ctk") || IS("--cache-type-k")) { VAL(); if (!cli_cache_type(v, &o->type_k)) return -1; }
+    else if (IS("-ctv") || IS("--cache-type-v")) { VAL(); if (!cli_cache_type(v, &o->type_v)) return -1; }
     else if (IS("--no-mmap")) o->no_mmap = true;
     else if (IS("--mlock")) o->mlock = true;
     else if (IS("--verbose")) o->verbose = true;
