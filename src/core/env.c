@@ -75,7 +75,7 @@ static const struct lm_env_switch table[LM_ENV_COUNT] = {
             .def = 0,
             .words = {"fused", "unfused"},
             .meaning = "unfused: attention as MUL_MAT, SOFT_MAX, MUL_MAT instead of the ATTN op",
-            .when = "every graph build (each decode)",
+            .when = "every graph build (not a decode that runs the kept graph again)",
         },
     [LM_ENV_CUDA_GRAPHS] =
         {

@@ -281,16 +281,18 @@ static bool rule_soft_max(const struct lm_tensor *t, char *why, size_t n)
     return result_like(t, LM_TYPE_F32, a, why, n);
 }
 
-/* ATTN: F32 q [d, n_q, n_head], k and v F32/F16/BF16 with contiguous rows,
+/* ATTN: F32 q [d, n_q, n_head], k F32/F16/BF16 or Q8_0 (d whole blocks: a
+ * quantized K cache) and v F32/F16/BF16, both with contiguous rows,
  * k [d, n_kv, n_head_kv], v [n_kv, d_v, n_head_kv] (n_head a multiple of
  * n_head_kv), optional F32 mask (src[3]) [n_kv, >= n_q, 1, 1]; scale
  * (op_params[0]) finite, max_bias (op_params[1]) >= 0. */
 static bool rule_attn(const struct lm_tensor *t, char *why, size_t n)
 {
     const struct lm_tensor *q = t->src[0], *k = t->src[1], *v = t->src[2], *mask = t->src[3];
-    RULE(q->type == LM_TYPE_F32 && lm_op_float_type(k->type) && lm_op_float_type(v->type),
-         "ATTN: q must be f32, k and v f32/f16/bf16 (got %s, %s, %s)", lm_type_name(q->type), lm_type_name(k->type),
-         lm_type_name(v->type));
+    const bool k_ok = lm_op_float_type(k->type) || (k->type == LM_TYPE_Q8_0 && k->ne[0] % lm_type_blck(k->type) == 0);
+    RULE(q->type == LM_TYPE_F32 && k_ok && lm_op_float_type(v->type),
+         "ATTN: q must be f32, k f32/f16/bf16/q8_0 (rows of whole blocks), v f32/f16/bf16 (got %s, %s, %s)",
+         lm_type_name(q->type), lm_type_name(k->type), lm_type_name(v->type));
     RULE(lm_is_contiguous_rows(k) && lm_is_contiguous_rows(v), "ATTN: rows of k and v must be contiguous");
     RULE(q->ne[3] == 1 && k->ne[3] == 1 && v->ne[3] == 1 && q->ne[0] == k->ne[0] && k->ne[1] == v->ne[0] &&
              k->ne[1] > 0 && k->ne[2] == v->ne[2] && k->ne[2] > 0 && q->ne[2] % k->ne[2] == 0,

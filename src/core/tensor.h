@@ -288,7 +288,8 @@ struct lm_tensor *lm_soft_max(struct lm_ctx *ctx, struct lm_tensor *a);
 /* Attention as one op (what mul_mat(k, q) -> soft_max_ext -> mul_mat(v, .) ->
  * permute(0, 2, 1, 3) -> cont computes, without the [n_kv, n_q] matrix):
  *   q:    [d, n_q, n_head] F32, any strides (e.g. permute(Q, 0, 2, 1, 3));
- *   k:    [d, n_kv, n_head_kv] F32, F16 or BF16, rows contiguous (the K cache);
+ *   k:    [d, n_kv, n_head_kv] F32, F16 or BF16, or Q8_0 with d a multiple
+ *         of 32, rows contiguous (the K cache);
  *   v:    [n_kv, d_v, n_head_kv] F32, F16 or BF16, rows contiguous (the
  *         transposed V cache: a row is one channel over the cells);
  *   mask: NULL or F32 [n_kv, >= n_q] (row i for query i of every head), as
@@ -299,7 +300,8 @@ struct lm_tensor *lm_soft_max(struct lm_ctx *ctx, struct lm_tensor *a);
  *   p_j   = softmax_j(s)   (max subtracted; -inf entries give exactly 0)
  *   out[c, h, i] = sum_j v[j, c, g] * round_v(p_j)
  * where round_k / round_v round to the vec_dot type of k's / v's type (F16
- * for F16, BF16 for BF16, nothing for F32) as MUL_MAT rounds its activations,
+ * for F16, BF16 for BF16, nothing for F32, Q8_0 blocks for a Q8_0 k) as
+ * MUL_MAT rounds its activations,
  * and slope_h is soft_max_ext's ALiBi slope (1 when max_bias == 0). A query
  * whose mask row is all -inf gets a zero output row. params: f32[0] scale,
  * f32[1] max_bias; sources: q, k, v, mask (src[0..3]). */

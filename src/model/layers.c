@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "core/env.h"
+#include "core/op_rules.h"
 #include "model/build.h"
 
 static struct lm_tensor *input(struct lm_build *b, struct lm_tensor *t, const char *name)
@@ -172,13 +174,17 @@ lm_status lm_build_move_kv(struct lm_build *b, int32_t kv_head)
     return st;
 }
 
-/* The fused ATTN op serves these cache types unless LAMINA_ATTN=unfused (read per graph build). */
-static bool attn_fused(enum lm_type tk, enum lm_type tv)
+/* The fused ATTN op serves these caches unless LAMINA_ATTN=unfused (read per
+ * graph build): float K and V; a Q8_0 K only in host memory (the CPU's
+ * attention reads it; the CUDA kernels read float caches, and the unfused
+ * graph keeps a GPU's Q8_0 K on the GPU). */
+static bool attn_fused(const struct lm_tensor *kl, const struct lm_tensor *vl)
 {
     if (strcmp(lm_env_word_name(LM_ENV_ATTN), "unfused") == 0) /* "fused" when unset or another value */
         return false;
-    return (tk == LM_TYPE_F32 || tk == LM_TYPE_F16 || tk == LM_TYPE_BF16) &&
-           (tv == LM_TYPE_F32 || tv == LM_TYPE_F16 || tv == LM_TYPE_BF16);
+    const enum lm_type tk = kl->type, tv = vl->type;
+    const bool k_ok = lm_op_float_type(tk) || (tk == LM_TYPE_Q8_0 && (!kl->buffer || lm_buffer_is_host(kl->buffer)));
+    return k_ok && lm_op_float_type(tv);
 }
 
 struct lm_tensor *lm_b_attn(struct lm_build *b, int il, struct lm_tensor *q, struct lm_tensor *k, struct lm_tensor *v,
@@ -198,7 +204,7 @@ struct lm_tensor *lm_b_attn(struct lm_build *b, int il, struct lm_tensor *q, str
     struct lm_tensor *vc = lm_view_3d(ctx, vl, b->n_kv, hv, hp->n_head_kv, lm_row_size(vl->type, kv->size),
                                       lm_row_size(vl->type, kv->size) * (size_t)hv, 0); /* [n_kv, hv, n_head_kv] */
     struct lm_tensor *cur;
-    if (attn_fused(kl->type, vl->type)) {
+    if (attn_fused(kl, vl)) {
         /* [hv, n_head, T]: what cont(permute(kqv)) below gives */
         struct lm_tensor *o = lm_attn(ctx, qp, kc, vc, b->inp_mask, kq_scale, hp->f_max_alibi_bias);
         cur = lm_reshape_2d(ctx, o, hv * hp->n_head, b->n_tokens);

@@ -5,13 +5,15 @@
  * RoPE are computed in double from the F32 inputs; the formulas are those
  * documented in core/tensor.h and docs/ops.md (RoPE/YaRN as ggml's rope_yarn
  * defines them). ATTN rounds q and the probabilities to k's and v's types
- * exactly where the contract says, so that it and the CPU differ only by
- * float summation order.
+ * exactly where the contract says (q of a Q8_0 k: quantized in blocks by
+ * quant/'s encoder), so that it and the CPU differ only by float summation
+ * order.
  */
 #include <math.h>
 #include <stdlib.h>
 
 #include "core/fp16.h"
+#include "quant/quant.h"
 #include "ref/ref_internal.h"
 
 /* DIAG_MASK_INF: -inf where i0 > n_past + i1, else a. */
@@ -86,25 +88,51 @@ static double round_to(enum lm_type t, double x)
     }
 }
 
-/* One (query i, head h) of ATTN: out[:, h, i]. qr (d) and s (n_kv) are scratch. */
-static void attn_row(struct lm_tensor *dst, int64_t i, int64_t h, double *qr, double *s)
+/* q's row rounded as the dot with k's rows sees it: through k's type (a
+ * Q8_0 K: the row quantized in blocks by quant/'s encoder and decoded).
+ * f (d floats) is scratch. */
+static lm_status round_q(const struct lm_tensor *q, enum lm_type kt, int64_t i, int64_t h, double *qr, float *f)
+{
+    const int64_t d = q->ne[0];
+    for (int64_t c = 0; c < d; c++)
+        qr[c] = round_to(kt, lm_ref_get(q, c, i, h, 0));
+    if (lm_type_blck(kt) == 1)
+        return LM_OK;
+    void *blocks = ref_scratch((int64_t)lm_row_size(kt, d), 1);
+    if (!blocks)
+        return LM_ERR_NOMEM;
+    for (int64_t c = 0; c < d; c++)
+        f[c] = (float)lm_ref_get(q, c, i, h, 0);
+    lm_quant_traits(kt)->from_float(f, blocks, d);
+    lm_quant_traits(kt)->to_float(blocks, f, d);
+    for (int64_t c = 0; c < d; c++)
+        qr[c] = f[c];
+    free(blocks);
+    return LM_OK;
+}
+
+/* One (query i, head h) of ATTN: out[:, h, i]. qr (d), s (n_kv) and kr (d
+ * floats: a decoded row of a quantized k) are scratch. */
+static lm_status attn_row(struct lm_tensor *dst, int64_t i, int64_t h, double *qr, double *s, float *kr)
 {
     const struct lm_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2], *mask = dst->src[3];
     const double scale = lm_get_op_f32(dst, 0);
     const double slope = alibi_slope(lm_get_op_f32(dst, 1), q->ne[2], h);
     const int64_t d = q->ne[0], n_kv = k->ne[1], g = h / (q->ne[2] / k->ne[2]);
-    for (int64_t c = 0; c < d; c++)
-        qr[c] = round_to(k->type, lm_ref_get(q, c, i, h, 0));
+    const bool kq = lm_type_blck(k->type) > 1;
+    lm_status st = round_q(q, k->type, i, h, qr, kr);
     double max = -INFINITY, sum = 0.0;
     int64_t n_visible = 0;
-    for (int64_t j = 0; j < n_kv; j++) {
+    for (int64_t j = 0; j < n_kv && !st; j++) {
         const double m = mask ? lm_ref_get(mask, j, i, 0, 0) : 0.0;
         s[j] = -INFINITY;
         if (m == -INFINITY)
             continue;
         double dot = 0.0;
+        if (kq && (st = lm_ref_get_row(k, j, g, 0, kr)) != LM_OK)
+            break;
         for (int64_t c = 0; c < d; c++)
-            dot += lm_ref_get(k, c, j, g, 0) * qr[c];
+            dot += (kq ? (double)kr[c] : lm_ref_get(k, c, j, g, 0)) * qr[c];
         s[j] = dot * scale + slope * m;
         max = s[j] > max ? s[j] : max;
         n_visible++;
@@ -121,6 +149,7 @@ static void attn_row(struct lm_tensor *dst, int64_t i, int64_t h, double *qr, do
             acc += lm_ref_get(v, j, c, g, 0) * s[j];
         lm_ref_set(dst, c, h, i, 0, acc);
     }
+    return st;
 }
 
 /* ATTN: softmax(round(q) . k * scale + slope * mask) . v per query and head. */
@@ -128,17 +157,15 @@ lm_status lm_ref_op_attn(struct lm_tensor *dst)
 {
     const struct lm_tensor *q = dst->src[0], *k = dst->src[1];
     double *qr = ref_scratch(q->ne[0], sizeof(double)), *s = ref_scratch(k->ne[1], sizeof(double));
-    if (!qr || !s) {
-        free(qr);
-        free(s);
-        return LM_ERR_NOMEM;
-    }
-    for (int64_t i = 0; i < q->ne[1]; i++)
-        for (int64_t h = 0; h < q->ne[2]; h++)
-            attn_row(dst, i, h, qr, s);
+    float *kr = ref_scratch(q->ne[0], sizeof(float));
+    lm_status st = !qr || !s || !kr ? LM_ERR_NOMEM : LM_OK;
+    for (int64_t i = 0; i < q->ne[1] && !st; i++)
+        for (int64_t h = 0; h < q->ne[2] && !st; h++)
+            st = attn_row(dst, i, h, qr, s, kr);
     free(qr);
     free(s);
-    return LM_OK;
+    free(kr);
+    return st;
 }
 
 /* ---- RoPE ---- */

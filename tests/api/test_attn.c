@@ -1,7 +1,8 @@
 /* test_attn.c - the fused attention op (ATTN, the default) against the
  * unfused graph it replaced (MUL_MAT, SOFT_MAX, MUL_MAT; LAMINA_ATTN=unfused)
- * at the model level, on stories260K (F32 weights, F16 and F32 KV caches) and
- * llama-2-tiny-random (F16 weights, 32000 tokens):
+ * at the model level, on stories260K (F32 weights, F16 and F32 KV caches),
+ * llama-2-tiny-random (F16 weights, 32000 tokens) and the persimmon fixture
+ * with a Q8_0 K cache (64-wide heads; V F16):
  *   - a 12-token prompt in one batch (causal mask, logits of every row),
  *   - 40 greedy steps of one token,
  *   - two more sequences interleaved in one batch (each row sees every other
@@ -74,7 +75,8 @@ static void two_sequences(struct llama_context *ctx, struct run *r, int nv)
     llama_batch_free(b);
 }
 
-static void decode_all(struct llama_model *m, enum ggml_type kv_type, bool unfused, struct run *r)
+static void decode_all(struct llama_model *m, enum ggml_type type_k, enum ggml_type type_v, bool unfused,
+                       struct run *r)
 {
     if (unfused)
         setenv("LAMINA_ATTN", "unfused", 1);
@@ -86,7 +88,8 @@ static void decode_all(struct llama_model *m, enum ggml_type kv_type, bool unfus
     cp.n_batch = 64;
     cp.n_threads = cp.n_threads_batch = 2;
     cp.logits_all = true;
-    cp.type_k = cp.type_v = kv_type;
+    cp.type_k = type_k;
+    cp.type_v = type_v;
     struct llama_context *ctx = llama_new_context_with_model(m, cp);
     r->logits = calloc((size_t)(N_PROMPT + N_GEN + 2 * N_SEQ_TOK) * (size_t)nv, sizeof(float));
     r->n_rows = 0;
@@ -108,7 +111,12 @@ static void decode_all(struct llama_model *m, enum ggml_type kv_type, bool unfus
     unsetenv("LAMINA_ATTN");
 }
 
-static void compare(const char *path, enum ggml_type kv_type)
+static const char *type_name(enum ggml_type t)
+{
+    return t == GGML_TYPE_F16 ? "f16" : t == GGML_TYPE_F32 ? "f32" : t == GGML_TYPE_Q8_0 ? "q8_0" : "?";
+}
+
+static void compare(const char *path, enum ggml_type type_k, enum ggml_type type_v)
 {
     struct llama_model *m = api_load(path);
     CHECKF(m != NULL, "cannot load %s", path);
@@ -117,8 +125,8 @@ static void compare(const char *path, enum ggml_type kv_type)
     const int nv = llama_n_vocab(m);
     const int n_layer = (int)m->m->hp.n_layer;
     struct run fused = {0}, plain = {0};
-    decode_all(m, kv_type, false, &fused);
-    decode_all(m, kv_type, true, &plain);
+    decode_all(m, type_k, type_v, false, &fused);
+    decode_all(m, type_k, type_v, true, &plain);
     CHECKF(fused.n_attn == n_layer && fused.n_soft_max == 0, "%s: fused graph has %d ATTN, %d SOFT_MAX nodes", path,
            fused.n_attn, fused.n_soft_max);
     CHECKF(plain.n_attn == 0 && plain.n_soft_max == n_layer, "%s: unfused graph has %d ATTN, %d SOFT_MAX nodes", path,
@@ -142,8 +150,9 @@ static void compare(const char *path, enum ggml_type kv_type)
     CHECKF(fused.n_rows == plain.n_rows && fused.n_rows == N_PROMPT + N_GEN + 2 * N_SEQ_TOK, "%s: %d and %d rows",
            path, fused.n_rows, plain.n_rows);
     CHECKF(worst <= BOUND, "%s: logits differ by %.3g of the row's max |logit| (bound %g)", path, worst, BOUND);
-    printf("%s, KV %s: %d/%d greedy tokens equal, %d/%d logit rows identical, max |diff| %.3g (%.3g relative)\n", path,
-           kv_type == GGML_TYPE_F16 ? "f16" : "f32", same_toks, N_GEN, identical_rows, fused.n_rows, worst_abs, worst);
+    printf("%s, K %s, V %s: %d/%d greedy tokens equal, %d/%d logit rows identical, max |diff| %.3g (%.3g relative)\n",
+           path, type_name(type_k), type_name(type_v), same_toks, N_GEN, identical_rows, fused.n_rows, worst_abs,
+           worst);
     free(fused.logits);
     free(plain.logits);
     llama_free_model(m);
@@ -152,8 +161,9 @@ static void compare(const char *path, enum ggml_type kv_type)
 int main(void)
 {
     api_test_init();
-    compare("models/stories260K.gguf", GGML_TYPE_F16);
-    compare("models/stories260K.gguf", GGML_TYPE_F32);
-    compare("models/llama-2-tiny-random.gguf", GGML_TYPE_F16);
+    compare("models/stories260K.gguf", GGML_TYPE_F16, GGML_TYPE_F16);
+    compare("models/stories260K.gguf", GGML_TYPE_F32, GGML_TYPE_F32);
+    compare("models/llama-2-tiny-random.gguf", GGML_TYPE_F16, GGML_TYPE_F16);
+    compare("fixtures/arch/persimmon.gguf", GGML_TYPE_Q8_0, GGML_TYPE_F16);
     return lm_test_summary();
 }

@@ -120,10 +120,11 @@
  * emulation of the case mix); a wrong kernel is far above. */
 #define B_ATTN_CUDA 1e-6
 
-/* ATTN against ref, by the coarser rounding of K's and V's types. */
+/* ATTN against ref, by the coarser rounding of K's and V's types (ref
+ * rounds q through a Q8_0 K's blocks too: the rest is summation order). */
 static double bound_attn(enum lm_type k, enum lm_type v)
 {
-    if (k == LM_TYPE_BF16 || v == LM_TYPE_BF16)
+    if (k == LM_TYPE_BF16 || v == LM_TYPE_BF16 || k == LM_TYPE_Q8_0)
         return 1e-6;
     return k == LM_TYPE_F16 || v == LM_TYPE_F16 ? 1e-8 : 1e-9;
 }
@@ -682,6 +683,24 @@ static void gen_attn(struct runner *R)
         s.n[0] = nq + rint_(R, 3); /* padded mask rows */
         s.f[0] = rint_(R, 3) ? 1.0f / sqrtf((float)d) : (rint_(R, 2) ? 1.0f : 0.3f);
         s.f[1] = alibi ? biases[rint_(R, 2)] : 0.0f;
+        s.lay[0] = rint_(R, 2) ? UT_PERMUTE : ut_rng_layout(&R->master);
+        s.lay[1] = rint_(R, 2) ? UT_PAD : UT_CONT;
+        attn_case(R, &s);
+    }
+    /* a Q8_0 K cache (rows of whole blocks) with each float V type */
+    static const int64_t qds[] = {32, 64, 128};
+    for (int c = 0; c < 12; c++) {
+        struct ut_spec s = spec(UT_K_ATTN, c % 4);
+        s.type = LM_TYPE_Q8_0;
+        s.type2 = types[c % 3];
+        const int64_t d = PICK(qds), hkv = rint_(R, 2) + 1, nh = hkv * (rint_(R, 2) ? 4 : 1);
+        const int64_t n_kv = PICK(kvs), nq = d * nh * n_kv > 200000 ? 1 : PICK(qs);
+        const int64_t q[4] = {d, nq, nh, 1}, kv[4] = {n_kv, d, hkv, 1};
+        memcpy(s.ne, q, sizeof q);
+        memcpy(s.ne2, kv, sizeof kv);
+        s.n[0] = nq + rint_(R, 3);
+        s.f[0] = 1.0f / sqrtf((float)d);
+        s.f[1] = s.sub == 2 ? biases[rint_(R, 2)] : 0.0f;
         s.lay[0] = rint_(R, 2) ? UT_PERMUTE : ut_rng_layout(&R->master);
         s.lay[1] = rint_(R, 2) ? UT_PAD : UT_CONT;
         attn_case(R, &s);

@@ -157,16 +157,18 @@ static void test_attn_checks(void)
         {4, 2, 4, LM_TYPE_F16, 3, 5, 2, 5, 4, 2},  /* d differs */
         {4, 2, 4, LM_TYPE_F16, 4, 5, 2, 6, 4, 2},  /* n_kv differs */
         {4, 2, 4, LM_TYPE_F16, 4, 5, 2, 5, 4, 1},  /* kv heads differ */
-        {32, 2, 4, LM_TYPE_Q8_0, 32, 5, 2, 5, 4, 2}, /* quantized k */
+        {32, 2, 4, LM_TYPE_Q4_0, 32, 5, 2, 5, 4, 2}, /* a quantized k other than q8_0 */
+        {32, 2, 4, LM_TYPE_Q8_0, 32, 5, 2, 5, 4, 2}, /* fits: a q8_0 K cache */
     };
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 7; i++) {
+        const bool fits = i == 0 || i == 6;
         const int64_t *x = cases[i];
         lm_ctx_reset(c);
         struct lm_tensor *q = lm_new_tensor_3d(c, LM_TYPE_F32, x[0], x[1], x[2]);
         struct lm_tensor *k = lm_new_tensor_3d(c, (enum lm_type)x[3], x[4], x[5], x[6]);
         struct lm_tensor *v = lm_new_tensor_3d(c, LM_TYPE_F16, x[7], x[8], x[9]);
         struct lm_tensor *t = lm_attn(c, q, k, v, NULL, 1.0f, 0.0f);
-        CHECKF((t != NULL) == (i == 0) && (i == 0 || lm_ctx_status(c) == LM_ERR_SHAPE), "attn checks case %d", i);
+        CHECKF((t != NULL) == fits && (fits || lm_ctx_status(c) == LM_ERR_SHAPE), "attn checks case %d", i);
     }
     lm_ctx_reset(c);
     struct lm_tensor *q = lm_new_tensor_3d(c, LM_TYPE_F32, 4, 3, 2), *k = lm_new_tensor_3d(c, LM_TYPE_F32, 4, 5, 1);
