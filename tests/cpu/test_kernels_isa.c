@@ -838,13 +838,13 @@ int main(void)
     isa_iq2_avx512_named(g, &r);
     /* each level present fills its own slots: AVX2 all 13 dot types (F16 rows);
      * AVX-512 all but F32 (init_avx512.c says why; BF16 only with AVX512_BF16;
-     * F16 (, BF16) rows) */
+     * F16, Q8_0 (, BF16) rows) */
     const struct lm_cpu_features *f = lm_cpu_features();
     if (lm_cpu_kernels_for(LM_ISA_AVX2))
         CHECKF(own[LM_ISA_AVX2] >= 13 && rows[LM_ISA_AVX2] >= 1, "avx2: %d vec_dot, %d vec_dot_rows overrides",
                own[LM_ISA_AVX2], rows[LM_ISA_AVX2]);
     if (lm_cpu_kernels_for(LM_ISA_AVX512))
-        CHECKF(own[LM_ISA_AVX512] >= 11 + f->avx512bf16 && rows[LM_ISA_AVX512] >= 1 + f->avx512bf16,
+        CHECKF(own[LM_ISA_AVX512] >= 11 + f->avx512bf16 && rows[LM_ISA_AVX512] >= 2 + f->avx512bf16,
                "avx512: %d vec_dot, %d vec_dot_rows overrides", own[LM_ISA_AVX512], rows[LM_ISA_AVX512]);
     if (f->avx2 && f->fma && f->f16c) /* this machine: all 13 dot types have AVX2 kernels */
         CHECKF(tested >= 13, "only %d vec_dot overrides", tested);

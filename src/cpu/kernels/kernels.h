@@ -368,7 +368,7 @@ void lm_gelu_avx512(int64_t n, float *y, const float *x);
 void lm_silu_avx512(int64_t n, float *y, const float *x);
 /* vec_dot of every weight type (x86-avx512/float_avx512.c, legacy_avx512.c,
  * kquant_avx512.c; VNNI integer parts, exact) and vec_dot_rows of the float
- * types (each row bit-identical to that type's AVX-512 vec_dot). */
+ * types and Q8_0 (each row bit-identical to that type's AVX-512 vec_dot). */
 void lm_vec_dot_f32_avx512(int64_t n, float *s, const void *x, const void *y);
 void lm_vec_dot_rows_f32_avx512(int64_t n, int64_t nr, float *s, const void *x, size_t bx, const void *y);
 void lm_vec_dot_f16_avx512(int64_t n, float *s, const void *x, const void *y);
@@ -376,6 +376,7 @@ void lm_vec_dot_rows_f16_avx512(int64_t n, int64_t nr, float *s, const void *x, 
 void lm_vec_dot_bf16_avx512(int64_t n, float *s, const void *x, const void *y); /* needs avx512bf16 */
 void lm_vec_dot_rows_bf16_avx512(int64_t n, int64_t nr, float *s, const void *x, size_t bx, const void *y); /* same */
 void lm_vec_dot_q4_0_q8_0_avx512(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_dot_rows_q8_0_avx512(int64_t n, int64_t nr, float *s, const void *x, size_t bx, const void *y);
 void lm_vec_dot_q4_1_q8_1_avx512(int64_t n, float *s, const void *x, const void *y);
 void lm_vec_dot_q5_0_q8_0_avx512(int64_t n, float *s, const void *x, const void *y);
 void lm_vec_dot_q5_1_q8_1_avx512(int64_t n, float *s, const void *x, const void *y);

@@ -198,3 +198,11 @@ void lm_vec_dot_q8_0_q8_0_avx512(int64_t n, float *s, const void *x, const void 
     *s = dot_legacy(W_Q8_0, n / LM_QK, x, y);
 }
 
+/* nr Q8_0 rows (bx bytes apart: a Q8_0 K cache's cells) against one y: the
+ * same inlined body per row as the vec_dot above, so its bits. */
+void lm_vec_dot_rows_q8_0_avx512(int64_t n, int64_t nr, float *s, const void *x, size_t bx, const void *y)
+{
+    for (int64_t r = 0; r < nr; r++)
+        s[r] = dot_legacy(W_Q8_0, n / LM_QK, (const uint8_t *)x + (size_t)r * bx, y);
+}
+
