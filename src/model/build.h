@@ -57,15 +57,14 @@ struct lm_build {
     struct lm_tensor *inp_out_ids;  /* I32 [n_outputs] batch rows that produce logits */
 
     /* the views that write this batch into the cache (and the CPY nodes over
-     * them): each at byte offset lm_row_size(type, cell_elems * kv_head) of its
-     * cache tensor, so lm_build_move_kv can point a kept graph at other cells.
-     * NULL: not recorded (a graph that is never kept). */
+     * them): each at byte offset lm_row_size(t->type, cell_elems * kv_head) of
+     * its cache tensor, so lm_build_move_kv can point a kept graph at other
+     * cells. NULL: not recorded (a graph that is never kept). */
     struct lm_kv_write {
         struct lm_tensor *t;
-        enum lm_type type;
         int64_t cell_elems;
     } *kv_writes;
-    int n_kv_writes, cap_kv_writes;
+    int n_kv_writes, cap_kv_writes; /* room: LM_KV_WRITES_PER_LAYER per layer */
     bool kv_writes_lost; /* more writes than cap_kv_writes: the graph cannot be moved */
 
     /* outputs */
@@ -73,6 +72,9 @@ struct lm_build {
                                        the pooled [n_embd, 1], or [n_embd, n_tokens] without pooling */
     struct lm_tensor *out_logits;   /* F32 [n_vocab, n_outputs]; NULL for an encoder */
 };
+
+/* Records per layer in lm_build.kv_writes: K and V views, a CPY over each. */
+#define LM_KV_WRITES_PER_LAYER 4
 
 /* Point a built and allocated graph's cache writes at cells [kv_head,
  * kv_head + n_tokens) instead (b->kv_head becomes kv_head). LM_ERR_UNSUPPORTED

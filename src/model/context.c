@@ -134,7 +134,7 @@ lm_status lm_context_new(const struct lm_model *model, const struct lm_context_p
     }
     if (!st) {
         c->embd = calloc(model->hp.n_embd, sizeof(float));
-        c->kv_writes = calloc(4 * (size_t)model->hp.n_layer, sizeof *c->kv_writes);
+        c->kv_writes = calloc(LM_KV_WRITES_PER_LAYER * (size_t)model->hp.n_layer, sizeof *c->kv_writes);
         if (!c->embd || !c->kv_writes)
             st = LM_ERR_NOMEM;
         c->reuse = lm_env_flag(LM_ENV_GRAPH_REUSE) != 0; /* read per context (core/env.c) */
@@ -372,7 +372,7 @@ static void build_init(struct lm_context *c, struct lm_build *bd)
     lm_ctx_reset(c->gctx);
     memset(bd, 0, sizeof *bd);
     bd->kv_writes = c->kv_writes;
-    bd->cap_kv_writes = 4 * (int)c->model->hp.n_layer;
+    bd->cap_kv_writes = LM_KV_WRITES_PER_LAYER * (int)c->model->hp.n_layer;
     bd->ctx = c->gctx;
     bd->m = c->model;
     bd->hp = &c->model->hp;

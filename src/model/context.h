@@ -45,7 +45,7 @@ struct lm_context {
     struct lm_build kept;
     bool kept_valid;
     bool reuse;                   /* LAMINA_GRAPH_REUSE at creation: keep graphs */
-    struct lm_kv_write *kv_writes; /* room for kept's cache writes (4 per layer) */
+    struct lm_kv_write *kv_writes; /* room for kept's cache writes (LM_KV_WRITES_PER_LAYER per layer) */
     int64_t n_reused;             /* decodes that ran the kept graph */
 
     float *logits;                /* rows of n_vocab floats */

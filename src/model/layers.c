@@ -135,7 +135,7 @@ static void record_kv_write(struct lm_build *b, struct lm_tensor *t, int64_t cel
         b->kv_writes_lost = true;
         return;
     }
-    b->kv_writes[b->n_kv_writes++] = (struct lm_kv_write){t, t->type, cell_elems};
+    b->kv_writes[b->n_kv_writes++] = (struct lm_kv_write){t, cell_elems};
 }
 
 /* Write k and v of this batch into the cache cells [kv_head, kv_head + T). */
@@ -167,7 +167,7 @@ lm_status lm_build_move_kv(struct lm_build *b, int32_t kv_head)
     lm_status st = LM_OK;
     for (int i = 0; i < b->n_kv_writes && !st; i++) {
         const struct lm_kv_write *w = &b->kv_writes[i];
-        st = lm_view_move(w->t, lm_row_size(w->type, w->cell_elems * kv_head));
+        st = lm_view_move(w->t, lm_row_size(w->t->type, w->cell_elems * kv_head));
     }
     if (!st)
         b->kv_head = kv_head;

@@ -94,10 +94,11 @@ static double round_to(enum lm_type t, double x)
 static lm_status round_q(const struct lm_tensor *q, enum lm_type kt, int64_t i, int64_t h, double *qr, float *f)
 {
     const int64_t d = q->ne[0];
-    for (int64_t c = 0; c < d; c++)
-        qr[c] = round_to(kt, lm_ref_get(q, c, i, h, 0));
-    if (lm_type_blck(kt) == 1)
+    if (lm_type_blck(kt) == 1) {
+        for (int64_t c = 0; c < d; c++)
+            qr[c] = round_to(kt, lm_ref_get(q, c, i, h, 0));
         return LM_OK;
+    }
     void *blocks = ref_scratch((int64_t)lm_row_size(kt, d), 1);
     if (!blocks)
         return LM_ERR_NOMEM;
