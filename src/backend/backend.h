@@ -103,9 +103,6 @@ void lm_buffer_set_usage(struct lm_buffer *buf, enum lm_buffer_usage usage);
 lm_status lm_buffer_place_tensor(struct lm_buffer *buf, struct lm_tensor *t, size_t offset);
 /* Give a view its data pointer and buffer from its view_src (which must be placed). */
 lm_status lm_view_init(struct lm_tensor *view);
-/* Move a placed view to byte offset offs of its view_src (same shape and
- * strides) and init it again. LM_ERR_INVALID_ARG when it would not fit. */
-lm_status lm_view_move(struct lm_tensor *view, size_t offs);
 
 /* Copy bytes to/from a placed tensor through its buffer (checked range). */
 lm_status lm_tensor_set(struct lm_tensor *t, const void *data, size_t offset, size_t size);

@@ -92,16 +92,6 @@ lm_status lm_view_init(struct lm_tensor *view)
     return LM_OK;
 }
 
-lm_status lm_view_move(struct lm_tensor *view, size_t offs)
-{
-    const struct lm_tensor *src = view->view_src;
-    size_t span = lm_nbytes(view), room = src ? lm_nbytes(src) : 0;
-    if (!src || offs > room || span > room - offs)
-        return LM_ERR_INVALID_ARG;
-    view->view_offs = offs;
-    return lm_view_init(view);
-}
-
 static bool range_ok(const struct lm_tensor *t, size_t offset, size_t size)
 {
     size_t n = lm_nbytes(t);

@@ -221,6 +221,31 @@ static bool rule_cpy(const struct lm_tensor *t, char *why, size_t n)
     return result_like(t, b->type, b, why, n);
 }
 
+/* SET_ROWS: F32 a [n, N] (any strides) into b (src[1]) at contiguous I32
+ * ids [N]; op_params[0] 0: b [n, R], float or a block type with an encoder
+ * (packed rows of whole blocks); 1: b [R, n] float (columns). Everything 2-D;
+ * the result is b's memory, type and shape. */
+static bool rule_set_rows(const struct lm_tensor *t, char *why, size_t n)
+{
+    const struct lm_tensor *a = t->src[0], *b = t->src[1], *ids = t->src[2];
+    const int32_t cols = lm_get_op_i32(t, 0);
+    RULE(cols == 0 || cols == 1, "SET_ROWS: mode %d (0 rows, 1 columns)", (int)cols);
+    RULE(a->type == LM_TYPE_F32 && ids->type == LM_TYPE_I32, "SET_ROWS: a must be f32 and ids i32 (got %s, %s)",
+         lm_type_name(a->type), lm_type_name(ids->type));
+    RULE(lm_is_contiguous(ids), "SET_ROWS: ids must be contiguous");
+    RULE(a->ne[2] == 1 && a->ne[3] == 1 && b->ne[2] == 1 && b->ne[3] == 1 && shape_is(ids, a->ne[1], 1, 1, 1) &&
+             b->ne[cols] == a->ne[0],
+         "SET_ROWS: a " SHAPE_FMT ", b " SHAPE_FMT " and ids " SHAPE_FMT " do not fit", SHAPE_ARGS(a), SHAPE_ARGS(b),
+         SHAPE_ARGS(ids));
+    const bool block = lm_type_blck(b->type) > 1;
+    RULE(lm_op_float_type(b->type) || (!cols && cpy_type_ok(LM_TYPE_F32, b->type)),
+         "SET_ROWS: %s destination not supported", lm_type_name(b->type));
+    RULE(!block || (lm_is_contiguous_rows(b) && b->ne[0] % lm_type_blck(b->type) == 0),
+         "SET_ROWS: %s rows must be packed whole blocks", lm_type_name(b->type));
+    RULE(!block || lm_is_contiguous_rows(t), "SET_ROWS: %s result rows must be packed", lm_type_name(b->type));
+    return result_like(t, b->type, b, why, n);
+}
+
 /* CONT: a copied to the result, same type and element count (a new shape
  * only for non-block types; quantized rows must be contiguous). */
 static bool rule_cont(const struct lm_tensor *t, char *why, size_t n)
@@ -454,6 +479,7 @@ static const struct lm_op_rule rules[LM_OP_COUNT] = {
     R(ROPE, 2, 2, rule_rope),
     R(ARGSORT, 1, 1, rule_argsort),
     R(ATTN, 3, 4, rule_attn),
+    R(SET_ROWS, 3, 3, rule_set_rows),
     R(GET_ROWS_BACK, 3, 3, rule_get_rows_back),
     R(REPEAT_BACK, 1, 1, rule_repeat_back),
     R(RMS_NORM_BACK, 2, 2, rule_rms_norm_back),

@@ -26,7 +26,7 @@ static const char *const op_names[LM_OP_COUNT] = {
     [LM_OP_CONCAT] = "CONCAT",     [LM_OP_RESHAPE] = "RESHAPE",   [LM_OP_VIEW] = "VIEW",
     [LM_OP_PERMUTE] = "PERMUTE",   [LM_OP_TRANSPOSE] = "TRANSPOSE", [LM_OP_DIAG_MASK_INF] = "DIAG_MASK_INF",
     [LM_OP_SOFT_MAX] = "SOFT_MAX", [LM_OP_ROPE] = "ROPE",         [LM_OP_ARGSORT] = "ARGSORT",
-    [LM_OP_ATTN] = "ATTN",
+    [LM_OP_ATTN] = "ATTN",         [LM_OP_SET_ROWS] = "SET_ROWS",
     [LM_OP_GET_ROWS_BACK] = "GET_ROWS_BACK", [LM_OP_REPEAT_BACK] = "REPEAT_BACK",
     [LM_OP_RMS_NORM_BACK] = "RMS_NORM_BACK", [LM_OP_ROPE_BACK] = "ROPE_BACK",
     [LM_OP_SOFT_MAX_BACK] = "SOFT_MAX_BACK", [LM_OP_UNARY_BACK] = "UNARY_BACK",
@@ -367,6 +367,30 @@ struct lm_tensor *lm_cpy(struct lm_ctx *ctx, struct lm_tensor *a, struct lm_tens
     if (t)
         lm_format_name(t, "%.24s (copy of %.24s)", b->name, a->name);
     return t;
+}
+
+static struct lm_tensor *set_rows(struct lm_ctx *ctx, struct lm_tensor *b, struct lm_tensor *a, struct lm_tensor *ids,
+                                  int32_t cols)
+{
+    if (!a || !b || !ids)
+        return NULL;
+    struct lm_tensor p = node_over(LM_OP_SET_ROWS, b, a, b);
+    p.src[2] = ids;
+    lm_set_op_i32(&p, 0, cols);
+    struct lm_tensor *t = build(ctx, &p, b);
+    if (t)
+        lm_format_name(t, "%.24s (%s of %.24s)", b->name, cols ? "columns" : "rows", a->name);
+    return t;
+}
+
+struct lm_tensor *lm_set_rows(struct lm_ctx *ctx, struct lm_tensor *b, struct lm_tensor *a, struct lm_tensor *ids)
+{
+    return set_rows(ctx, b, a, ids, 0);
+}
+
+struct lm_tensor *lm_set_cols(struct lm_ctx *ctx, struct lm_tensor *b, struct lm_tensor *a, struct lm_tensor *ids)
+{
+    return set_rows(ctx, b, a, ids, 1);
 }
 
 struct lm_tensor *lm_cont(struct lm_ctx *ctx, struct lm_tensor *a)

@@ -64,6 +64,7 @@ enum lm_op {
     LM_OP_ROPE,         /* see lm_rope */
     LM_OP_ARGSORT,      /* per row indices (I32) that sort it; params: int32 order */
     LM_OP_ATTN,         /* fused attention over the KV cache; see lm_attn */
+    LM_OP_SET_ROWS,     /* rows (or columns) of b replaced at I32 ids; see lm_set_rows */
     /* training: gradients (src/train builds them; see "Training ops" below) */
     LM_OP_GET_ROWS_BACK,    /* scatter-add of rows; see lm_get_rows_back */
     LM_OP_REPEAT_BACK,      /* sum of tiles; see lm_repeat_back */
@@ -267,6 +268,18 @@ struct lm_tensor *lm_get_rows(struct lm_ctx *ctx, struct lm_tensor *a, struct lm
 /* Copy a into b (same element count; b F32, F16, BF16 or quantized, a F32 or
  * any type when equal types). The result is a view of b. */
 struct lm_tensor *lm_cpy(struct lm_ctx *ctx, struct lm_tensor *a, struct lm_tensor *b);
+/* Scatter into b, the KV cache's writes (the cells as data, so that a graph
+ * keeps its shape and pointers while the cells move): a: [n, N] F32, any
+ * strides; ids: [N] I32, contiguous.
+ *   lm_set_rows: b [n, R], F32/F16/BF16, or a block type with an encoder
+ *     (rows of whole blocks, packed): row ids[i] of b = row i of a.
+ *   lm_set_cols: b [R, n], F32/F16/BF16 (the transposed V cache): element
+ *     ids[i] of row j of b = a[j, i], for every j.
+ * Values are converted as CPY converts them. An id outside [0, R) writes
+ * nothing; with equal ids, which row lands is unspecified. The result is a
+ * view of b (op_params[0]: 0 rows, 1 columns). */
+struct lm_tensor *lm_set_rows(struct lm_ctx *ctx, struct lm_tensor *b, struct lm_tensor *a, struct lm_tensor *ids);
+struct lm_tensor *lm_set_cols(struct lm_ctx *ctx, struct lm_tensor *b, struct lm_tensor *a, struct lm_tensor *ids);
 struct lm_tensor *lm_cont(struct lm_ctx *ctx, struct lm_tensor *a);
 struct lm_tensor *lm_cont_2d(struct lm_ctx *ctx, struct lm_tensor *a, int64_t ne0, int64_t ne1);
 /* a tiled to b's shape (b is used for its shape only). */

@@ -53,6 +53,7 @@ static const struct op_entry op_table[LM_OP_COUNT] = {
     [LM_OP_ROPE] = {lm_cpu_op_rope, lm_cpu_work_rope},
     [LM_OP_ARGSORT] = {lm_cpu_op_argsort, lm_cpu_work_argsort},
     [LM_OP_ATTN] = {lm_cpu_op_attn, lm_cpu_work_attn},
+    [LM_OP_SET_ROWS] = {lm_cpu_op_set_rows, lm_cpu_work_set_rows},
     [LM_OP_GET_ROWS_BACK] = {lm_cpu_op_get_rows_back, NULL},
     [LM_OP_REPEAT_BACK] = {lm_cpu_op_repeat_back, lm_cpu_work_repeat_back},
     [LM_OP_RMS_NORM_BACK] = {lm_cpu_op_rms_norm_back, NULL},

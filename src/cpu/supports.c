@@ -55,6 +55,9 @@ bool lm_cpu_supports_op(const struct lm_tensor *t)
         if (lm_type_blck(a->type) > 1 && !lm_cpu_kernels()->type[a->type].to_float)
             return false;
         return lm_type_blck(t->type) == 1 || lm_quant_traits(t->type)->from_float;
+    case LM_OP_SET_ROWS:
+        /* a block-type destination needs the type's encoder */
+        return lm_type_blck(t->type) == 1 || lm_quant_traits(t->type)->from_float;
     case LM_OP_ATTN:
         /* kernel limit: cell indices are int32 */
         return attn_type_ok(t->src[1]->type) && attn_type_ok(t->src[2]->type) && t->src[1]->ne[1] <= INT32_MAX;

@@ -43,7 +43,8 @@ bool lm_backend_is_cuda(lm_backend_t be);
  * over every CUDA backend of the process since it started. */
 struct lm_cuda_graph_stats {
     uint64_t launched;     /* graph_compute calls that ran as one CUDA graph */
-    uint64_t instantiated; /* executable graphs made; the other launches updated one (cudaGraphExecUpdate) */
+    uint64_t replayed;     /* of those, launches without a capture: the nodes matched the last capture's */
+    uint64_t instantiated; /* executable graphs made; the other captures updated one (cudaGraphExecUpdate) */
     uint64_t fallbacks;    /* decode graphs launched node by node after a failed capture, instantiation or launch */
 };
 /* The counts so far into *out (nothing when out is NULL). Thread-safe. */

@@ -322,6 +322,7 @@ void *lm_cu_scratch(struct lm_cu_ctx *c, int slot, size_t bytes)
         return NULL;
     }
     c->scratch_size[slot] = want;
+    c->scratch_gen++;
     return c->scratch[slot];
 }
 
@@ -339,6 +340,7 @@ static const struct op_family fam_elementwise = {lm_cu_supports_elementwise, lm_
 static const struct op_family fam_copy = {lm_cu_supports_copy, lm_cu_op_copy};
 static const struct op_family fam_matmul = {lm_cu_supports_matmul, lm_cu_op_matmul};
 static const struct op_family fam_attn = {lm_cu_supports_attn, lm_cu_op_attn};
+static const struct op_family fam_set_rows = {lm_cu_supports_set_rows, lm_cu_op_set_rows};
 
 /* The family computing op, or NULL (training ops: the CPU computes them). */
 static const struct op_family *family(enum lm_op op)
@@ -371,6 +373,8 @@ static const struct op_family *family(enum lm_op op)
         return &fam_matmul;
     case LM_OP_ATTN:
         return &fam_attn;
+    case LM_OP_SET_ROWS:
+        return &fam_set_rows;
     default:
         return NULL;
     }
@@ -405,10 +409,20 @@ bool lm_cu_graph_capturable(const struct lm_graph *g)
 #define LM_CU_N_GRAPHS 4        /* executable graphs kept per backend (one per kind of graph it computes) */
 #define LM_CU_GRAPH_MAX_FAILS 8 /* failed captures in a row after which a backend stops trying */
 
-/* An executable graph and the kind of lamina graph it was made for. */
+/* A byte record of what a graph's launches are made of (snap_graph). */
+struct cu_snap {
+    unsigned char *p;
+    size_t n, cap;
+};
+
+/* An executable graph, the kind of lamina graph it was made for, and the record of the graph it last
+ * recorded: a graph with the same record replays it without a capture (graph_run). */
 struct cu_graph_slot {
     uint64_t key; /* graph_key */
     cudaGraphExec_t exec;
+    struct cu_snap snap;
+    bool snap_ok;         /* snap describes what exec runs */
+    uint64_t scratch_gen; /* lm_cu_ctx.scratch_gen when it was recorded */
 };
 
 struct lm_cu_backend {
@@ -422,16 +436,18 @@ struct lm_cu_backend {
     int next_slot; /* the slot a new kind of graph takes when all are used (round robin) */
     int n_failed;  /* failed captures in a row */
     bool logged;   /* a fallback has been logged (debug, once per backend) */
+    struct cu_snap snap_now; /* the record of the graph being computed */
 };
 
 /* Every backend's graph counts (lm_cuda_graph_stats). */
-static std::atomic<uint64_t> n_graph_launched, n_graph_instantiated, n_graph_fallbacks;
+static std::atomic<uint64_t> n_graph_launched, n_graph_replayed, n_graph_instantiated, n_graph_fallbacks;
 
 extern "C" void lm_cuda_graph_stats(struct lm_cuda_graph_stats *out)
 {
     if (!out)
         return;
     out->launched = n_graph_launched.load();
+    out->replayed = n_graph_replayed.load();
     out->instantiated = n_graph_instantiated.load();
     out->fallbacks = n_graph_fallbacks.load();
 }
@@ -446,9 +462,12 @@ static void be_free(lm_backend_t be)
     cudaSetDevice(b->c.device);
     if (b->c.stream)
         cudaStreamSynchronize(b->c.stream);
-    for (int i = 0; i < LM_CU_N_GRAPHS; i++)
+    for (int i = 0; i < LM_CU_N_GRAPHS; i++) {
         if (b->slots[i].exec)
             cudaGraphExecDestroy(b->slots[i].exec);
+        free(b->slots[i].snap.p);
+    }
+    free(b->snap_now.p);
     if (b->capture)
         cudaStreamDestroy(b->capture);
     for (int i = 0; i < LM_CU_N_SCRATCH; i++)
@@ -490,6 +509,12 @@ static bool be_supports_op(lm_backend_t be, const struct lm_tensor *op) { return
 
 static bool be_supports_buft(lm_backend_t be, lm_buft buft) { return buft == lm_cuda_buft(ctx_of(be)->device); }
 
+/* True for a node that launches work (not a view, not empty). */
+static bool launches(const struct lm_tensor *t)
+{
+    return t->op != LM_OP_NONE && !lm_is_view_op(t->op) && lm_nelements(t) > 0;
+}
+
 /* Launches every node of g on c->stream in order, without synchronizing. quiet (a capture): a failing node is
  * not logged; the caller launches the nodes again without capture, which logs what still fails. */
 static lm_status launch_nodes(struct lm_cu_backend *b, struct lm_graph *g, bool quiet)
@@ -498,7 +523,7 @@ static lm_status launch_nodes(struct lm_cu_backend *b, struct lm_graph *g, bool 
     lm_status st = LM_OK;
     for (int i = 0; i < g->n_nodes && !st; i++) {
         struct lm_tensor *t = g->nodes[i];
-        if (t->op == LM_OP_NONE || lm_is_view_op(t->op) || lm_nelements(t) == 0)
+        if (!launches(t))
             continue;
         const struct op_family *f = family(t->op);
         if (!f || !supports(c, t)) {
@@ -547,16 +572,25 @@ static bool exec_update(cudaGraphExec_t exec, cudaGraph_t graph)
     return e == cudaSuccess;
 }
 
-/* The executable graph for a capture of kind `key`: the slot of that kind updated, else a new instantiation in
- * that slot, a free one or the next in turn. NULL (error cleared) when instantiation fails. */
-static cudaGraphExec_t exec_for(struct lm_cu_backend *b, uint64_t key, cudaGraph_t graph)
+/* The slot of kind `key` with an executable graph, or NULL. */
+static struct cu_graph_slot *slot_of(struct lm_cu_backend *b, uint64_t key)
 {
-    struct cu_graph_slot *s = NULL;
-    for (int i = 0; i < LM_CU_N_GRAPHS && !s; i++)
+    for (int i = 0; i < LM_CU_N_GRAPHS; i++)
         if (b->slots[i].exec && b->slots[i].key == key)
-            s = &b->slots[i];
+            return &b->slots[i];
+    return NULL;
+}
+
+/* The slot whose executable graph now runs a capture of kind `key`: the slot of that kind updated, else a new
+ * instantiation in that slot, a free one or the next in turn. Its record is no longer valid (the caller sets
+ * it). NULL (error cleared) when instantiation fails. */
+static struct cu_graph_slot *exec_for(struct lm_cu_backend *b, uint64_t key, cudaGraph_t graph)
+{
+    struct cu_graph_slot *s = slot_of(b, key);
+    if (s)
+        s->snap_ok = false;
     if (s && exec_update(s->exec, graph))
-        return s->exec;
+        return s;
     for (int i = 0; i < LM_CU_N_GRAPHS && !s; i++)
         if (!b->slots[i].exec)
             s = &b->slots[i];
@@ -565,6 +599,7 @@ static cudaGraphExec_t exec_for(struct lm_cu_backend *b, uint64_t key, cudaGraph
     if (s->exec)
         cudaGraphExecDestroy(s->exec);
     s->exec = NULL;
+    s->snap_ok = false;
     /* cudaGraphInstantiateWithFlags: the same signature in CUDA 11.4+ and 12 (cudaGraphInstantiate's changed) */
     if (cudaGraphInstantiateWithFlags(&s->exec, graph, 0) != cudaSuccess) {
         (void)cudaGetLastError();
@@ -573,11 +608,88 @@ static cudaGraphExec_t exec_for(struct lm_cu_backend *b, uint64_t key, cudaGraph
     }
     s->key = key;
     n_graph_instantiated++;
-    return s->exec;
+    return s;
 }
 
-/* g as a CUDA graph: its launches recorded on b->capture, an executable graph updated or made from them, launched
- * on c->stream. False when a step failed: then nothing of g has been launched, no stream is capturing and the
+/* Append n bytes to s (grown as needed). False on OOM. */
+static bool snap_put(struct cu_snap *s, const void *x, size_t n)
+{
+    if (s->n + n > s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 16384;
+        while (cap < s->n + n)
+            cap *= 2;
+        unsigned char *p = (unsigned char *)realloc(s->p, cap);
+        if (!p)
+            return false;
+        s->p = p;
+        s->cap = cap;
+    }
+    memcpy(s->p + s->n, x, n);
+    s->n += n;
+    return true;
+}
+
+/* The tensor fields a kernel launch reads (an op reads no device data on the host: cuda_internal.cuh), or a
+ * zero record for an absent source. */
+static bool snap_tensor(struct cu_snap *s, const struct lm_tensor *t)
+{
+    struct {
+        const void *data;
+        int64_t ne[4];
+        size_t nb[4];
+        int32_t type, present;
+    } r;
+    memset(&r, 0, sizeof r);
+    if (t) {
+        r.data = t->data;
+        memcpy(r.ne, t->ne, sizeof r.ne);
+        memcpy(r.nb, t->nb, sizeof r.nb);
+        r.type = (int32_t)t->type;
+        r.present = 1;
+    }
+    return snap_put(s, &r, sizeof r);
+}
+
+/* s = what g's launches are made of: per launching node its op, parameters, and the data pointer, type, shape
+ * and strides of it and of each source. Two graphs with equal records (and the same scratch blocks) record the
+ * same kernels with the same arguments. False on OOM. */
+static bool snap_graph(struct cu_snap *s, const struct lm_graph *g)
+{
+    s->n = 0;
+    bool ok = snap_put(s, &g->n_nodes, sizeof g->n_nodes);
+    for (int i = 0; i < g->n_nodes && ok; i++) {
+        const struct lm_tensor *t = g->nodes[i];
+        if (!launches(t))
+            continue;
+        const int32_t op = (int32_t)t->op;
+        ok = snap_put(s, &op, sizeof op) && snap_put(s, t->op_params, sizeof t->op_params) && snap_tensor(s, t);
+        for (int j = 0; j < LM_MAX_SRC && ok; j++)
+            ok = snap_tensor(s, t->src[j]);
+    }
+    return ok;
+}
+
+/* A graph whose record matches its kind's last capture: that executable graph launched again as it is (the
+ * inputs' new values are in the same memory). False when there is none or the launch fails. */
+static bool replay(struct lm_cu_backend *b, uint64_t key, bool have_snap)
+{
+    struct cu_graph_slot *s = have_snap ? slot_of(b, key) : NULL;
+    if (!s || !s->snap_ok || s->scratch_gen != b->c.scratch_gen || s->snap.n != b->snap_now.n ||
+        memcmp(s->snap.p, b->snap_now.p, s->snap.n) != 0)
+        return false;
+    if (cudaGraphLaunch(s->exec, b->c.stream) != cudaSuccess) {
+        (void)cudaGetLastError();
+        s->snap_ok = false;
+        return false;
+    }
+    return true;
+}
+
+/* g as a CUDA graph. When g's record (snap_graph) equals the one its kind's executable graph was recorded from,
+ * and the scratch blocks are the same, that graph is launched again without a capture: a kept decode graph
+ * (model/context.c) token after token, whose cache writes take their cells as an input (SET_ROWS), until its
+ * shape changes (every 32 cells). Else its launches are recorded on b->capture, an executable graph updated or
+ * made from them and launched on c->stream. False when a step failed: then nothing of g has been launched, no stream is capturing and the
  * CUDA error is cleared; the caller launches the nodes directly (which also grows a scratch slot that was too
  * small for the capture).
  *
@@ -592,9 +704,17 @@ static cudaGraphExec_t exec_for(struct lm_cu_backend *b, uint64_t key, cudaGraph
 static bool graph_run(struct lm_cu_backend *b, struct lm_graph *g)
 {
     struct lm_cu_ctx *c = &b->c;
+    const uint64_t key = graph_key(g);
+    const bool have_snap = snap_graph(&b->snap_now, g);
+    if (replay(b, key, have_snap)) {
+        b->n_failed = 0;
+        n_graph_launched++;
+        n_graph_replayed++;
+        return true;
+    }
     const char *why = NULL;
     cudaGraph_t graph = NULL;
-    cudaGraphExec_t exec = NULL;
+    struct cu_graph_slot *slot = NULL;
     if (cudaStreamBeginCapture(b->capture, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
         why = "cudaStreamBeginCapture";
     } else {
@@ -611,12 +731,19 @@ static bool graph_run(struct lm_cu_backend *b, struct lm_graph *g)
         else if (e != cudaSuccess || !graph)
             why = e != cudaSuccess ? cudaGetErrorString(e) : "no graph";
     }
-    if (!why && !(exec = exec_for(b, graph_key(g), graph)))
+    if (!why && !(slot = exec_for(b, key, graph)))
         why = "cudaGraphInstantiate";
-    if (!why && cudaGraphLaunch(exec, c->stream) != cudaSuccess)
+    if (!why && cudaGraphLaunch(slot->exec, c->stream) != cudaSuccess)
         why = "cudaGraphLaunch";
     if (graph)
         cudaGraphDestroy(graph); /* the executable graph keeps what it needs */
+    if (!why && have_snap) { /* the slot's record: this graph's (swapped in, the old buffer reused next time) */
+        const struct cu_snap t = slot->snap;
+        slot->snap = b->snap_now;
+        b->snap_now = t;
+        slot->snap_ok = true;
+        slot->scratch_gen = c->scratch_gen;
+    }
     if (!why) {
         b->n_failed = 0;
         n_graph_launched++;

@@ -52,6 +52,7 @@ struct lm_cu_ctx {
     struct lm_cu_limits lim;
     void *scratch[LM_CU_N_SCRATCH];
     size_t scratch_size[LM_CU_N_SCRATCH];
+    uint64_t scratch_gen; /* counts scratch reallocations: a recorded graph holds the blocks of its generation */
 };
 
 /* Device memory of at least `bytes` in scratch slot `slot` (0..LM_CU_N_SCRATCH-1),
@@ -109,6 +110,10 @@ lm_status lm_cu_op_elementwise(struct lm_cu_ctx *c, struct lm_tensor *dst);
  * legacy quant types, same-type copies of any type) */
 bool lm_cu_supports_copy(const struct lm_cu_limits *lim, const struct lm_tensor *t);
 lm_status lm_cu_op_copy(struct lm_cu_ctx *c, struct lm_tensor *dst);
+/* ops_copy.cu: SET_ROWS (the KV cache writes: float destinations, and rows
+ * of the legacy quant types) */
+bool lm_cu_supports_set_rows(const struct lm_cu_limits *lim, const struct lm_tensor *t);
+lm_status lm_cu_op_set_rows(struct lm_cu_ctx *c, struct lm_tensor *dst);
 
 /* ops_matmul.cu: MUL_MAT MUL_MAT_ID GET_ROWS (MUL_MAT_ID batches: ops_moe.cu,
  * through matmul.cuh) */

@@ -1,4 +1,4 @@
-/* ops_copy.cu - CUDA CPY and CONT (ref/ops_copy.c's lm_ref_op_cpy on the GPU).
+/* ops_copy.cu - CUDA CPY, CONT and SET_ROWS (ref/ops_copy.c on the GPU).
  *
  * Element j of the source in flat order (ne[0] fastest) becomes element j of
  * the destination in flat order, whatever the two shapes and strides. Three
@@ -119,6 +119,45 @@ static __global__ void k_quantize(const char *src, struct lm_cu_shape ss, bool s
         B blk;
         quantize_block(x, &blk);
         *(B *)(dst + lm_cu_flat_offset(ds, kb, narrow)) = blk;
+    }
+}
+
+/* SET_ROWS into float type D: one thread per element (i, j) of a [n, N];
+ * element j of row i goes to (j, ids[i]) of dst, or (ids[i], j) for
+ * columns. Out-of-range ids write nothing. */
+template <class D>
+static __global__ void k_set_rows(const char *a, int64_t a_nb0, int64_t a_nb1, const int32_t *ids, char *dst,
+                                  int64_t d_nb0, int64_t d_nb1, int64_t n, int64_t n_elems, int64_t n_dst, bool cols)
+{
+    const int64_t step = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n_elems; k += step) {
+        const int64_t i = k / n, j = k - i * n, r = ids[i];
+        if (r < 0 || r >= n_dst)
+            continue;
+        const float v = *(const float *)(a + i * a_nb1 + j * a_nb0);
+        char *d = dst + (cols ? j * d_nb1 + r * d_nb0 : r * d_nb1 + j * d_nb0);
+        *(typename D::raw *)d = D::from_f(v);
+    }
+}
+
+/* SET_ROWS into block type B (rows): one thread per destination block of the
+ * N rows written; dst rows are packed blocks. */
+template <class B>
+static __global__ void k_set_rows_quant(const char *a, int64_t a_nb0, int64_t a_nb1, const int32_t *ids, char *dst,
+                                        int64_t d_nb1, int64_t blocks_per_row, int64_t n_blocks, int64_t n_dst)
+{
+    const int64_t step = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n_blocks; k += step) {
+        const int64_t i = k / blocks_per_row, kb = k - i * blocks_per_row, r = ids[i];
+        if (r < 0 || r >= n_dst)
+            continue;
+        float x[LM_QK];
+        const char *s = a + i * a_nb1 + kb * LM_QK * a_nb0;
+        for (int e = 0; e < LM_QK; e++)
+            x[e] = *(const float *)(s + e * a_nb0);
+        B blk;
+        quantize_block(x, &blk);
+        *(B *)(dst + r * d_nb1 + kb * (int64_t)sizeof(B)) = blk;
     }
 }
 
@@ -275,6 +314,21 @@ static bool overlap(const struct lm_tensor *a, const struct lm_tensor *b)
     return a0 < b0 + lm_nbytes(b) && b0 < a0 + lm_nbytes(a);
 }
 
+/* True for the block types quantize.cuh encodes (K-quants and i-quants: the
+ * CPU encodes them). */
+static bool has_encoder(enum lm_type t)
+{
+    switch (t) {
+    case LM_TYPE_Q4_0:
+    case LM_TYPE_Q4_1:
+    case LM_TYPE_Q5_0:
+    case LM_TYPE_Q5_1:
+    case LM_TYPE_Q8_0:
+    case LM_TYPE_Q8_1: return true;
+    default: return false;
+    }
+}
+
 bool lm_cu_supports_copy(const struct lm_cu_limits *lim, const struct lm_tensor *t)
 {
     if (t->op != LM_OP_CPY && t->op != LM_OP_CONT)
@@ -282,17 +336,7 @@ bool lm_cu_supports_copy(const struct lm_cu_limits *lim, const struct lm_tensor 
     const enum lm_type s = t->src[0]->type, d = t->type;
     if (s == d || (is_float_type(s) && is_float_type(d)))
         return true;
-    if (s != LM_TYPE_F32)
-        return false;
-    switch (d) {
-    case LM_TYPE_Q4_0:
-    case LM_TYPE_Q4_1:
-    case LM_TYPE_Q5_0:
-    case LM_TYPE_Q5_1:
-    case LM_TYPE_Q8_0:
-    case LM_TYPE_Q8_1: return true;
-    default: return false; /* K-quants, i-quants: the CPU encodes them */
-    }
+    return s == LM_TYPE_F32 && has_encoder(d);
 }
 
 lm_status lm_cu_op_copy(struct lm_cu_ctx *c, struct lm_tensor *dst)
@@ -315,4 +359,54 @@ lm_status lm_cu_op_copy(struct lm_cu_ctx *c, struct lm_tensor *dst)
     }
     copy_any(c->stream, src, dst);
     return lm_cu_launch_status(dst->op == LM_OP_CPY ? "cpy" : "cont");
+}
+
+bool lm_cu_supports_set_rows(const struct lm_cu_limits *lim, const struct lm_tensor *t)
+{
+    (void)lim;
+    if (t->op != LM_OP_SET_ROWS)
+        return false;
+    return is_float_type(t->type) || has_encoder(t->type);
+}
+
+template <class D> static void launch_set_rows(cudaStream_t st, const struct lm_tensor *a, const int32_t *ids,
+                                               struct lm_tensor *dst, bool cols)
+{
+    const int64_t n = a->ne[0], n_elems = n * a->ne[1];
+    k_set_rows<D><<<lm_cu_grid(n_elems, LM_CU_ELEM_THREADS), LM_CU_ELEM_THREADS, 0, st>>>(
+        (const char *)a->data, (int64_t)a->nb[0], (int64_t)a->nb[1], ids, (char *)dst->data, (int64_t)dst->nb[0],
+        (int64_t)dst->nb[1], n, n_elems, dst->ne[cols ? 0 : 1], cols);
+}
+
+template <class B>
+static void launch_set_rows_quant(cudaStream_t st, const struct lm_tensor *a, const int32_t *ids, struct lm_tensor *dst)
+{
+    const int64_t per_row = a->ne[0] / LM_QK, n_blocks = per_row * a->ne[1];
+    const int threads = 128;
+    k_set_rows_quant<B><<<lm_cu_grid(n_blocks, threads), threads, 0, st>>>(
+        (const char *)a->data, (int64_t)a->nb[0], (int64_t)a->nb[1], ids, (char *)dst->data, (int64_t)dst->nb[1],
+        per_row, n_blocks, dst->ne[1]);
+}
+
+lm_status lm_cu_op_set_rows(struct lm_cu_ctx *c, struct lm_tensor *dst)
+{
+    const struct lm_tensor *a = dst->src[0];
+    const int32_t *ids = (const int32_t *)dst->src[2]->data;
+    const bool cols = lm_get_op_i32(dst, 0) != 0;
+    if (lm_nelements(a) == 0)
+        return LM_OK;
+    cudaStream_t st = c->stream;
+    switch (dst->type) {
+    case LM_TYPE_F32: launch_set_rows<lm_cu_f32>(st, a, ids, dst, cols); break;
+    case LM_TYPE_F16: launch_set_rows<lm_cu_f16>(st, a, ids, dst, cols); break;
+    case LM_TYPE_BF16: launch_set_rows<lm_cu_bf16>(st, a, ids, dst, cols); break;
+    case LM_TYPE_Q4_0: launch_set_rows_quant<struct lm_block_q4_0>(st, a, ids, dst); break;
+    case LM_TYPE_Q4_1: launch_set_rows_quant<struct lm_block_q4_1>(st, a, ids, dst); break;
+    case LM_TYPE_Q5_0: launch_set_rows_quant<struct lm_block_q5_0>(st, a, ids, dst); break;
+    case LM_TYPE_Q5_1: launch_set_rows_quant<struct lm_block_q5_1>(st, a, ids, dst); break;
+    case LM_TYPE_Q8_0: launch_set_rows_quant<struct lm_block_q8_0>(st, a, ids, dst); break;
+    case LM_TYPE_Q8_1: launch_set_rows_quant<struct lm_block_q8_1>(st, a, ids, dst); break;
+    default: return LM_ERR_UNSUPPORTED;
+    }
+    return lm_cu_launch_status("set_rows");
 }

@@ -45,7 +45,7 @@ struct lm_build {
 
     int32_t n_tokens;               /* tokens of this batch */
     int32_t n_kv;                   /* cache cells attended to (a multiple of 32, <= size) */
-    int32_t kv_head;                /* first cell of this batch */
+    int32_t kv_head;                /* first cell of this batch (inp_kv_idx's cells: kv_head + i) */
     int32_t n_outputs;              /* rows of logits to produce */
     bool alibi_mask;                /* mask holds -|pos_q - pos_k| (ALiBi archs) */
 
@@ -55,31 +55,14 @@ struct lm_build {
     struct lm_tensor *inp_pos;      /* I32 [n_tokens] */
     struct lm_tensor *inp_mask;     /* F32 [n_kv, n_tokens] 0 / -inf (or -|i-j|) */
     struct lm_tensor *inp_out_ids;  /* I32 [n_outputs] batch rows that produce logits */
-
-    /* the views that write this batch into the cache (and the CPY nodes over
-     * them): each at byte offset lm_row_size(t->type, cell_elems * kv_head) of
-     * its cache tensor, so lm_build_move_kv can point a kept graph at other
-     * cells. NULL: not recorded (a graph that is never kept). */
-    struct lm_kv_write {
-        struct lm_tensor *t;
-        int64_t cell_elems;
-    } *kv_writes;
-    int n_kv_writes, cap_kv_writes; /* room: LM_KV_WRITES_PER_LAYER per layer */
-    bool kv_writes_lost; /* more writes than cap_kv_writes: the graph cannot be moved */
+    struct lm_tensor *inp_kv_idx;   /* I32 [n_tokens] the cache cell each token is written to: the cells are
+                                       data, so a kept graph serves the next cells unchanged */
 
     /* outputs */
     struct lm_tensor *out_embd;     /* F32 [n_embd, n_outputs] final normed hidden state; an encoder's:
                                        the pooled [n_embd, 1], or [n_embd, n_tokens] without pooling */
     struct lm_tensor *out_logits;   /* F32 [n_vocab, n_outputs]; NULL for an encoder */
 };
-
-/* Records per layer in lm_build.kv_writes: K and V views, a CPY over each. */
-#define LM_KV_WRITES_PER_LAYER 4
-
-/* Point a built and allocated graph's cache writes at cells [kv_head,
- * kv_head + n_tokens) instead (b->kv_head becomes kv_head). LM_ERR_UNSUPPORTED
- * when its writes were not all recorded (the graph must be built again). */
-lm_status lm_build_move_kv(struct lm_build *b, int32_t kv_head);
 
 /* The token (or embedding) input [n_embd, n_tokens]. Creates the inputs. */
 struct lm_tensor *lm_b_inp_embd(struct lm_build *b);

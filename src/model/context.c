@@ -5,7 +5,7 @@
  * reset, the scheduler's buffers only grow, and the logits buffer keeps its
  * capacity. A decode of the same shape as the last one (one token after
  * another, mostly) builds nothing: it runs the last graph again, kept
- * allocated, with its cache writes moved to the new cells and new inputs
+ * allocated, with new inputs (the cache cells it writes are one)
  * (build and allocation took ~0.4 ms a token for a 22-layer model, most of
  * it cache misses after the weights streamed through).
  */
@@ -134,8 +134,7 @@ lm_status lm_context_new(const struct lm_model *model, const struct lm_context_p
     }
     if (!st) {
         c->embd = calloc(model->hp.n_embd, sizeof(float));
-        c->kv_writes = calloc(LM_KV_WRITES_PER_LAYER * (size_t)model->hp.n_layer, sizeof *c->kv_writes);
-        if (!c->embd || !c->kv_writes)
+        if (!c->embd)
             st = LM_ERR_NOMEM;
         c->reuse = lm_env_flag(LM_ENV_GRAPH_REUSE) != 0; /* read per context (core/env.c) */
     }
@@ -158,7 +157,6 @@ void lm_context_free(struct lm_context *c)
     lm_ctx_free(c->gctx);
     free(c->logits);
     free(c->embd);
-    free(c->kv_writes);
     free(c);
 }
 
@@ -286,6 +284,15 @@ static lm_status set_inputs(struct lm_context *c, struct lm_build *bd, const str
         st = lm_tensor_set(bd->inp_pos, bi->pos, 0, (size_t)n * sizeof(int32_t));
     if (!st && bd->inp_out_ids)
         st = lm_tensor_set(bd->inp_out_ids, bi->out_ids, 0, (size_t)bi->n_out * sizeof(int32_t));
+    if (!st && bd->inp_kv_idx) {
+        int32_t *cells = malloc((size_t)n * sizeof *cells);
+        if (!cells)
+            return LM_ERR_NOMEM;
+        for (int32_t i = 0; i < n; i++)
+            cells[i] = bd->kv_head + i;
+        st = lm_tensor_set(bd->inp_kv_idx, cells, 0, (size_t)n * sizeof *cells);
+        free(cells);
+    }
     if (!st && bd->inp_mask) {
         size_t sz = (size_t)bd->n_kv * (size_t)n;
         float *mask = malloc(sz * sizeof(float));
@@ -371,8 +378,6 @@ static void build_init(struct lm_context *c, struct lm_build *bd)
     lm_sched_reset(c->sched);
     lm_ctx_reset(c->gctx);
     memset(bd, 0, sizeof *bd);
-    bd->kv_writes = c->kv_writes;
-    bd->cap_kv_writes = LM_KV_WRITES_PER_LAYER * (int)c->model->hp.n_layer;
     bd->ctx = c->gctx;
     bd->m = c->model;
     bd->hp = &c->model->hp;
@@ -423,12 +428,15 @@ lm_status lm_context_apply_k_shift(struct lm_context *c)
     return st;
 }
 
-/* The kept graph serves this batch: same shape, and its cache writes moved to kv.head. */
+/* The kept graph serves this batch: the same shape (its cells are an input). */
 static bool reuse_kept(struct lm_context *c, const struct lm_batch *b, const struct batch_info *bi, int32_t n_kv)
 {
     struct lm_build *bd = &c->kept;
-    return c->kept_valid && bd->n_tokens == b->n_tokens && bd->n_outputs == bi->n_out && bd->n_kv == n_kv &&
-           (bd->inp_embd != NULL) == (b->token == NULL) && lm_build_move_kv(bd, (int32_t)c->kv.head) == LM_OK;
+    if (!(c->kept_valid && bd->n_tokens == b->n_tokens && bd->n_outputs == bi->n_out && bd->n_kv == n_kv &&
+          (bd->inp_embd != NULL) == (b->token == NULL)))
+        return false;
+    bd->kv_head = (int32_t)c->kv.head;
+    return true;
 }
 
 /* Build and allocate the graph of batch b into c->kept. */

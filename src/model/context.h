@@ -39,13 +39,12 @@ struct lm_context {
     struct lm_ctx *gctx;          /* graph arena, reset per graph build */
 
     /* The last decode's graph, kept built and allocated: the next decode of
-     * the same shape (tokens, outputs, cache window) only moves its cache
-     * writes (lm_build_move_kv) and sets the inputs. kept_valid is cleared by
-     * every other use of the graph arena or the scheduler. */
+     * the same shape (tokens, outputs, cache window) only sets its inputs
+     * (the cache cells it writes among them). kept_valid is cleared by every
+     * other use of the graph arena or the scheduler. */
     struct lm_build kept;
     bool kept_valid;
     bool reuse;                   /* LAMINA_GRAPH_REUSE at creation: keep graphs */
-    struct lm_kv_write *kv_writes; /* room for kept's cache writes (LM_KV_WRITES_PER_LAYER per layer) */
     int64_t n_reused;             /* decodes that ran the kept graph */
 
     float *logits;                /* rows of n_vocab floats */

@@ -125,53 +125,38 @@ struct lm_tensor *lm_b_rope(struct lm_build *b, struct lm_tensor *x, int n_rot, 
     return lm_rope(b->ctx, x, b->inp_pos, &rp);
 }
 
-/* t views cache cells from kv_head on, cell_elems elements of t's type each
- * (see lm_build_move_kv). */
-static void record_kv_write(struct lm_build *b, struct lm_tensor *t, int64_t cell_elems)
+/* x [n0, n1, T] (n0 * n1 = n) as rows [n, T]: a view when dims 0 and 1 are
+ * packed together (K as a view of a fused QKV product), else a copy. */
+static struct lm_tensor *token_rows(struct lm_ctx *ctx, struct lm_tensor *x, int64_t n, int32_t T)
 {
-    if (!t || !b->kv_writes)
-        return;
-    if (b->n_kv_writes >= b->cap_kv_writes) {
-        b->kv_writes_lost = true;
-        return;
-    }
-    b->kv_writes[b->n_kv_writes++] = (struct lm_kv_write){t, cell_elems};
+    if (!x)
+        return NULL;
+    if (lm_is_contiguous(x))
+        return lm_reshape_2d(ctx, x, n, T);
+    if (x->ne[0] * x->ne[1] == n && x->ne[2] == T && x->ne[3] == 1 && x->nb[0] == lm_type_size(x->type) &&
+        x->nb[1] == x->nb[0] * (size_t)x->ne[0])
+        return lm_view_2d(ctx, x, n, T, x->nb[2], 0);
+    return lm_reshape_2d(ctx, lm_cont(ctx, x), n, T);
 }
 
-/* Write k and v of this batch into the cache cells [kv_head, kv_head + T). */
+/* Write k and v of this batch into the cache cells inp_kv_idx names: K rows
+ * (one a cell), V columns (V is stored transposed, [cells, n_embd_v]). */
 static void store_kv(struct lm_build *b, int il, struct lm_tensor *k, struct lm_tensor *v)
 {
     struct lm_ctx *ctx = b->ctx;
     const struct lm_kv_cache *kv = b->kv;
     int64_t nk = lm_hp_n_embd_k_gqa(b->hp), nv = lm_hp_n_embd_v_gqa(b->hp);
     struct lm_tensor *kl = kv->k[il], *vl = kv->v[il];
-    struct lm_tensor *kdst = lm_view_1d(ctx, kl, b->n_tokens * nk, lm_row_size(kl->type, nk) * (size_t)b->kv_head);
-    struct lm_tensor *vdst = lm_view_2d(ctx, vl, b->n_tokens, nv, lm_row_size(vl->type, kv->size),
-                                        lm_row_size(vl->type, b->kv_head));
-    struct lm_tensor *vt = lm_transpose(ctx, lm_reshape_2d(ctx, v, nv, b->n_tokens));
-    struct lm_tensor *kcpy = lm_cpy(ctx, k, kdst), *vcpy = lm_cpy(ctx, vt, vdst);
-    /* the copies must run before attention reads the cache: put them in the
+    if (!b->inp_kv_idx)
+        b->inp_kv_idx = input(b, lm_new_tensor_1d(ctx, LM_TYPE_I32, b->n_tokens), "inp_kv_idx");
+    struct lm_tensor *kdst = lm_view_2d(ctx, kl, nk, kv->size, lm_row_size(kl->type, nk), 0);
+    struct lm_tensor *vdst = lm_view_2d(ctx, vl, kv->size, nv, lm_row_size(vl->type, kv->size), 0);
+    struct lm_tensor *kset = lm_set_rows(ctx, kdst, token_rows(ctx, k, nk, b->n_tokens), b->inp_kv_idx);
+    struct lm_tensor *vset = lm_set_cols(ctx, vdst, lm_reshape_2d(ctx, v, nv, b->n_tokens), b->inp_kv_idx);
+    /* the writes must run before attention reads the cache: put them in the
      * graph now (attention reads the cache through other views) */
-    lm_graph_expand(b->graph, kcpy);
-    lm_graph_expand(b->graph, vcpy);
-    record_kv_write(b, kdst, nk);
-    record_kv_write(b, kcpy, nk);
-    record_kv_write(b, vdst, 1);
-    record_kv_write(b, vcpy, 1);
-}
-
-lm_status lm_build_move_kv(struct lm_build *b, int32_t kv_head)
-{
-    if (!b->kv_writes || b->kv_writes_lost || kv_head < 0)
-        return LM_ERR_UNSUPPORTED;
-    lm_status st = LM_OK;
-    for (int i = 0; i < b->n_kv_writes && !st; i++) {
-        const struct lm_kv_write *w = &b->kv_writes[i];
-        st = lm_view_move(w->t, lm_row_size(w->t->type, w->cell_elems * kv_head));
-    }
-    if (!st)
-        b->kv_head = kv_head;
-    return st;
+    lm_graph_expand(b->graph, kset);
+    lm_graph_expand(b->graph, vset);
 }
 
 /* The fused ATTN op serves these caches unless LAMINA_ATTN=unfused (read per

@@ -100,6 +100,34 @@ lm_status lm_ref_op_cpy(struct lm_tensor *dst)
     return convert(src, dst);
 }
 
+/* SET_ROWS: row i of src[0], through F32 as CPY converts, becomes row (or,
+ * op_params[0] == 1, column) ids[i] of dst; out-of-range ids write nothing. */
+lm_status lm_ref_op_set_rows(struct lm_tensor *dst)
+{
+    const struct lm_tensor *a = dst->src[0], *ids = dst->src[2];
+    const bool cols = lm_get_op_i32(dst, 0) != 0;
+    const int64_t n = a->ne[0], n_dst = dst->ne[cols ? 0 : 1];
+    if (lm_type_blck(dst->type) > 1 && !lm_ref_type_writable(dst->type))
+        return LM_ERR_UNSUPPORTED;
+    float *row = ref_scratch(n, sizeof *row);
+    if (!row)
+        return LM_ERR_NOMEM;
+    for (int64_t i = 0; i < a->ne[1]; i++) {
+        const int64_t r = ((const int32_t *)ids->data)[i];
+        if (r < 0 || r >= n_dst)
+            continue;
+        for (int64_t j = 0; j < n; j++)
+            row[j] = (float)lm_ref_get(a, j, i, 0, 0);
+        if (lm_type_blck(dst->type) > 1)
+            lm_quant_traits(dst->type)->from_float(row, ref_ptr(dst, 0, r, 0, 0), n);
+        else
+            for (int64_t j = 0; j < n; j++)
+                lm_ref_set(dst, cols ? r : j, cols ? j : r, 0, 0, row[j]);
+    }
+    free(row);
+    return LM_OK;
+}
+
 /* REPEAT: dst[i] = a[i mod a.ne], per dim. */
 lm_status lm_ref_op_repeat(struct lm_tensor *dst)
 {

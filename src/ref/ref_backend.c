@@ -114,6 +114,8 @@ bool lm_ref_supports(const struct lm_tensor *t)
     case LM_OP_CONT:
         /* kernel limit: a converting copy needs an encoder for the destination */
         return s0->type == t->type || lm_ref_type_writable(t->type);
+    case LM_OP_SET_ROWS:
+        return lm_type_blck(t->type) == 1 || lm_ref_type_writable(t->type);
     default:
         return true;
     }
@@ -145,6 +147,7 @@ static const op_fn op_table[LM_OP_COUNT] = {
     [LM_OP_ROPE] = lm_ref_op_rope,
     [LM_OP_ARGSORT] = lm_ref_op_argsort,
     [LM_OP_ATTN] = lm_ref_op_attn,
+    [LM_OP_SET_ROWS] = lm_ref_op_set_rows,
     [LM_OP_GET_ROWS_BACK] = lm_ref_op_get_rows_back,
     [LM_OP_REPEAT_BACK] = lm_ref_op_repeat_back,
     [LM_OP_RMS_NORM_BACK] = lm_ref_op_rms_norm_back,

@@ -64,6 +64,7 @@ lm_status lm_ref_op_get_rows(struct lm_tensor *dst);
 
 /* ops_copy.c */
 lm_status lm_ref_op_cpy(struct lm_tensor *dst);      /* CPY (into dst == a view of src[1]) and CONT */
+lm_status lm_ref_op_set_rows(struct lm_tensor *dst); /* SET_ROWS (into dst == a view of src[1]) */
 lm_status lm_ref_op_repeat(struct lm_tensor *dst);
 lm_status lm_ref_op_concat(struct lm_tensor *dst);
 

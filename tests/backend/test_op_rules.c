@@ -204,6 +204,28 @@ static void test_ops(struct lm_ctx *ctx)
     CTOR_REFUSES(lm_cpy(c, x, small16));
     CTOR_REFUSES(lm_cpy(c, dst_q, t4(ctx, LM_TYPE_F32, 16, 6, 1, 1)));
 
+    /* the KV cache writes: K rows (f16, q8_0), V columns */
+    struct lm_tensor *kv_a = t4(ctx, LM_TYPE_F32, 32, 3, 1, 1), *kc16 = t4(ctx, LM_TYPE_F16, 32, 10, 1, 1);
+    struct lm_tensor *kc8 = t4(ctx, LM_TYPE_Q8_0, 32, 10, 1, 1), *vc16 = t4(ctx, LM_TYPE_F16, 10, 32, 1, 1);
+    struct lm_tensor *cells = t4(ctx, LM_TYPE_I32, 3, 1, 1, 1), *cellsf = t4(ctx, LM_TYPE_F32, 3, 1, 1, 1);
+    struct lm_tensor *vc8 = t4(ctx, LM_TYPE_Q8_0, 32, 32, 1, 1), *kc3d = t4(ctx, LM_TYPE_F16, 32, 5, 2, 1);
+    struct lm_tensor *srow = lm_set_rows(ctx, kc16, kv_a, cells), *sq = lm_set_rows(ctx, kc8, kv_a, cells);
+    struct lm_tensor *sc = lm_set_cols(ctx, vc16, kv_a, cells);
+    accept("SET_ROWS f16 rows", srow);
+    accept("SET_ROWS q8_0 rows", sq);
+    accept("SET_ROWS f16 columns", sc);
+    BAD("SET_ROWS: f32 ids", srow, x->src[2] = cellsf);
+    BAD("SET_ROWS: ids for 4 rows of a", srow, x->src[2] = t4(ctx, LM_TYPE_I32, 4, 1, 1, 1));
+    BAD("SET_ROWS: f16 source", srow, x->src[0] = t4(ctx, LM_TYPE_F16, 32, 3, 1, 1));
+    BAD("SET_ROWS: source rows of 16 into rows of 32", srow, x->src[0] = t4(ctx, LM_TYPE_F32, 16, 3, 1, 1));
+    BAD("SET_ROWS: q8_0 columns", sc, x->src[1] = vc8; LIKE(x, vc8));
+    BAD("SET_ROWS: 3-d destination", srow, x->src[1] = kc3d; LIKE(x, kc3d));
+    BAD("SET_ROWS: mode 2", srow, x->op_params[0] = 2);
+    BAD("SET_ROWS: result type is not the destination's", sq, x->type = LM_TYPE_F32);
+    BAD("SET_ROWS: NULL ids", srow, x->src[2] = NULL);
+    CTOR_REFUSES(lm_set_rows(c, kc16, kv_a, cellsf));
+    CTOR_REFUSES(lm_set_cols(c, kc8, kv_a, cells));
+
     struct lm_tensor *ct = lm_cont(ctx, lm_transpose(ctx, x));
     accept("CONT", ct);
     accept("CONT_2D", lm_cont_2d(ctx, x, 32, 3));

@@ -18,7 +18,9 @@
  * with decode graphs (the default) and with LAMINA_CUDA_GRAPHS=0 (read when
  * a context's backends are created) gives bit-identical logits; the first
  * run launched at least half its tokens as CUDA graphs, reusing (updating)
- * the executable graph for most, and the second launched none. Then device
+ * the executable graph for most and replaying it without a capture for at
+ * least half (the kept graph, the same for all 16 tokens), and the second
+ * launched none. Then device
  * memory exhaustion: a buffer of 2^50 bytes and a context of 2^24 cells must
  * fail with an error (NULL context), never crash.
  */
@@ -228,6 +230,7 @@ static void test_graphs(void)
         llama_free(ctx);
         lm_cuda_graph_stats(&after);
         st[k].launched = after.launched - before.launched;
+        st[k].replayed = after.replayed - before.replayed;
         st[k].instantiated = after.instantiated - before.instantiated;
         st[k].fallbacks = after.fallbacks - before.fallbacks;
     }
@@ -242,11 +245,14 @@ static void test_graphs(void)
            (unsigned long long)st[0].launched, N);
     CHECKF(st[0].instantiated <= N / 4, "graphs: %llu instantiations for %llu launches (updates fail?)",
            (unsigned long long)st[0].instantiated, (unsigned long long)st[0].launched);
+    CHECKF(st[0].replayed >= N / 2, "graphs: %llu of %d tokens replayed without a capture",
+           (unsigned long long)st[0].replayed, N);
     CHECKF(st[1].launched == 0 && st[1].instantiated == 0 && st[1].fallbacks == 0,
            "graphs: LAMINA_CUDA_GRAPHS=0 still captured (%llu launched)", (unsigned long long)st[1].launched);
-    printf("CUDA graphs, %d tokens one at a time: %llu launched, %llu instantiated, %llu fallbacks; "
+    printf("CUDA graphs, %d tokens one at a time: %llu launched (%llu replayed), %llu instantiated, %llu fallbacks; "
            "%zu logits differ with LAMINA_CUDA_GRAPHS=0\n",
-           N, (unsigned long long)st[0].launched, (unsigned long long)st[0].instantiated,
+           N, (unsigned long long)st[0].launched, (unsigned long long)st[0].replayed,
+           (unsigned long long)st[0].instantiated,
            (unsigned long long)st[0].fallbacks, diff);
     free(out[0]);
     free(out[1]);

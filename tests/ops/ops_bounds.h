@@ -111,6 +111,8 @@ static bool cuda_may_refuse(const struct lm_tensor *t)
         const enum lm_type s = t->src[0]->type, d = t->type;
         return s != d && (lm_type_blck(s) > 1 || lm_type_blck(d) > 32);
     }
+    if (t->op == LM_OP_SET_ROWS)
+        return lm_type_blck(t->type) > 32;
     return t->op == LM_OP_ATTN && !lm_op_float_type(t->src[1]->type);
 }
 #endif

@@ -476,6 +476,27 @@ static void gen_cpy(struct runner *R)
         }
 }
 
+/* SET_ROWS: every weight type as rows of whole blocks, float types also as
+ * columns (the V cache); any source layout; some ids out of range. */
+static void gen_set_rows(struct runner *R)
+{
+    static const int64_t ns[] = {1, 4, 7, 64}, tokens[] = {1, 2, 5, 13};
+    for (int t = 0; t < N_WEIGHT_TYPES; t++)
+        for (int c = 0; c < 8; c++) {
+            const bool block = lm_type_blck(weight_types[t]) > 1;
+            struct ut_spec s = spec(UT_K_SET_ROWS, !block && c % 2);
+            s.type = LM_TYPE_F32;
+            s.type2 = weight_types[t];
+            s.ne[0] = block ? lm_type_blck(weight_types[t]) * (rint_(R, 2) + 1) : PICK(ns);
+            s.ne[1] = PICK(tokens);
+            s.ne2[0] = s.ne[1] + rint_(R, 20);
+            s.n[0] = c % 4 == 3;
+            s.lay[0] = ut_rng_layout(&R->master);
+            s.lay[1] = block ? ut_rng_layout_rows(&R->master) : ut_rng_layout(&R->master);
+            run_case(R, &s, B_EXACT);
+        }
+}
+
 static void gen_cont(struct runner *R)
 {
     for (int t = 0; t < N_WEIGHT_TYPES; t++) {
@@ -898,6 +919,7 @@ int main(void)
         gen_mul_mat_id(&R);
         gen_get_rows(&R);
         gen_cpy(&R);
+        gen_set_rows(&R);
         gen_cont(&R);
         gen_repeat_concat(&R);
         gen_attention(&R);
@@ -913,7 +935,7 @@ int main(void)
     }
 #if defined(LM_OPS_CUDA)
     printf("%d cases compared: ref vs cuda0; %d left to the CPU by design (quantized CPY sources, K-quant CPY "
-           "destinations, ATTN over a quantized K)\n", R.n_cases, R.n_left);
+           "destinations, ATTN over a quantized K, K-quant SET_ROWS destinations)\n", R.n_cases, R.n_left);
 #elif !defined(LM_OPS_REF_ONLY)
     lm_cpu_isa_limit(lm_cpu_isa_best());
     printf("%d cases compared: ref vs cpu with 1 thread (%s kernels), 2 (%s), 3 (%s)\n", R.n_cases,

@@ -13,7 +13,7 @@ static const char *const kind_names[] = {
     [UT_K_CPY] = "cpy",           [UT_K_CONT] = "cont",             [UT_K_REPEAT] = "repeat",
     [UT_K_CONCAT] = "concat",     [UT_K_DIAG_MASK] = "diag_mask",   [UT_K_SOFT_MAX] = "soft_max",
     [UT_K_ROPE] = "rope",         [UT_K_ARGSORT] = "argsort",       [UT_K_ATTN] = "attn",
-    [UT_K_TRAIN] = "train",
+    [UT_K_TRAIN] = "train",       [UT_K_SET_ROWS] = "set_rows",
 };
 
 void ut_describe(const struct ut_spec *sp, char *buf, size_t size)
@@ -86,6 +86,33 @@ static struct lm_tensor *ids_tensor(struct lm_ctx *ctx, struct ut_rng *r, int64_
                 lm_set_f32_nd(ids, i0, i1, i2, 0, (float)v);
             }
     return ids;
+}
+
+/* See UT_K_SET_ROWS. The ids are the first N of a shuffle of 0..R-1 (so
+ * distinct); with n[0], about one in four is -1 or R instead. */
+static struct lm_tensor *build_set_rows(struct lm_ctx *ctx, struct ut_rng *r, const struct ut_spec *sp)
+{
+    enum { MAX_R = 256 };
+    const int64_t n = sp->ne[0], N = sp->ne[1], R = sp->ne2[0];
+    const int64_t ane[4] = {n, N, 1, 1}, bne[4] = {sp->sub ? R : n, sp->sub ? n : R, 1, 1};
+    if (N > R || R > MAX_R)
+        return NULL;
+    struct lm_tensor *a = ut_input(ctx, r, LM_TYPE_F32, ane, sp->lay[0], -1.0f, 1.0f);
+    struct lm_tensor *b = ut_input(ctx, r, sp->type2, bne, sp->lay[1], -1.0f, 1.0f);
+    struct lm_tensor *ids = lm_new_tensor_1d(ctx, LM_TYPE_I32, N);
+    if (!a || !b || !ids)
+        return NULL;
+    int64_t cells[MAX_R];
+    for (int64_t i = 0; i < R; i++)
+        cells[i] = i;
+    for (int64_t i = 0; i < N; i++) {
+        const int64_t j = i + ut_rng_int(r, R - i), c = cells[j];
+        cells[j] = cells[i];
+        cells[i] = c;
+        const int64_t v = sp->n[0] && ut_rng_int(r, 4) == 0 ? (ut_rng_int(r, 2) ? R : -1) : c;
+        lm_set_f32_nd(ids, i, 0, 0, 0, (float)v);
+    }
+    return sp->sub ? lm_set_cols(ctx, b, a, ids) : lm_set_rows(ctx, b, a, ids);
 }
 
 static struct lm_tensor *build_mul_mat_id(struct lm_ctx *ctx, struct ut_rng *r, const struct ut_spec *sp)
@@ -330,6 +357,7 @@ struct lm_tensor *ut_build(struct lm_ctx *ctx, struct ut_rng *r, const struct ut
         a = ut_input(ctx, r, sp->type, sp->ne, sp->lay[0], -1.0f, 1.0f);
         b = ut_input(ctx, r, sp->type2, sp->ne2, sp->lay[1], -1.0f, 1.0f);
         return lm_cpy(ctx, a, b);
+    case UT_K_SET_ROWS: return build_set_rows(ctx, r, sp);
     case UT_K_CONT:
         a = ut_input(ctx, r, sp->type, sp->ne, sp->lay[0], -1.0f, 1.0f);
         return sp->n[0] ? lm_cont_2d(ctx, a, sp->n[1], sp->n[2]) : lm_cont(ctx, a);

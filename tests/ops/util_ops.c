@@ -281,6 +281,9 @@ static void label_of(const struct lm_tensor *t, char *buf, size_t size)
     case LM_OP_UNARY:
     case LM_OP_UNARY_BACK: snprintf(buf, size, "%s", lm_unary_name((enum lm_unary_op)lm_get_op_i32(t, 0))); break;
     case LM_OP_CPY: snprintf(buf, size, "%s>%s", lm_type_name(s->type), lm_type_name(t->type)); break;
+    case LM_OP_SET_ROWS:
+        snprintf(buf, size, "%s %s", lm_type_name(t->type), lm_get_op_i32(t, 0) ? "cols" : "rows");
+        break;
     case LM_OP_ROPE:
     case LM_OP_ROPE_BACK: snprintf(buf, size, "%s", lm_get_op_i32(t, 1) == LM_ROPE_NEOX ? "neox" : "normal"); break;
     case LM_OP_GET_ROWS_BACK: snprintf(buf, size, "like %s", lm_type_name(t->src[2]->type)); break;

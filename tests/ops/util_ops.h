@@ -67,6 +67,8 @@ enum ut_kind {
     UT_K_MUL_MAT_ID, /* as ne [K,M,E] (type), b ne2 [K,B1,T]; n[0] n_used, n[1]: out-of-range ids */
     UT_K_GET_ROWS,   /* a ne (type), ids ne2 [N,I2,I3]; n[0]: out-of-range ids */
     UT_K_CPY,        /* src type/ne/lay[0] -> dst type2/ne2/lay[1] */
+    UT_K_SET_ROWS,   /* F32 a [ne[0], ne[1]] lay[0] into b of type2, lay[1], at ne[1] distinct ids: rows of b
+                        [ne[0], ne2[0]] (sub 0) or its columns [ne2[0], ne[0]] (sub 1); n[0]: ids out of range */
     UT_K_CONT,       /* src type/ne/lay[0]; n[0]: 2-d result [n[1], n[2]] */
     UT_K_REPEAT,     /* a ne -> ne2 */
     UT_K_CONCAT,     /* a ne, b ne2, sub: dim */

@@ -1,4 +1,4 @@
-/* copy.c - CPY, CONT, REPEAT, CONCAT.
+/* copy.c - CPY, CONT, SET_ROWS, REPEAT, CONCAT.
  *
  * CPY / CONT copy the source's elements, in logical order (i0 fastest), into
  * dst's logical order; shapes may differ when the element counts agree.
@@ -241,6 +241,90 @@ void lm_cpu_op_cpy(const struct lm_cpu_params *p, struct lm_tensor *dst)
                 store_f(dst->type, out + i * (int64_t)dst->nb[0], tmp[i]);
         }
     }
+}
+
+/* SET_ROWS: one F32 row per thread (a strided source row gathered). */
+size_t lm_cpu_work_set_rows(const struct lm_tensor *dst, int nth, const struct lm_cpu_kernels *kern)
+{
+    (void)kern;
+    return (size_t)nth * lm_cpu_pad((size_t)dst->src[0]->ne[0] * sizeof(float));
+}
+
+/* Row i of a as F32: a pointer into a when its elements are packed, else
+ * gathered into tmp. */
+static const float *set_rows_src(const struct lm_tensor *a, int64_t i, int64_t j0, int64_t m, float *tmp)
+{
+    const char *s = (const char *)a->data + i * (int64_t)a->nb[1] + j0 * (int64_t)a->nb[0];
+    if (a->nb[0] == sizeof(float))
+        return (const float *)s;
+    for (int64_t j = 0; j < m; j++)
+        memcpy(tmp + j, s + j * (int64_t)a->nb[0], sizeof(float));
+    return tmp;
+}
+
+/* SET_ROWS, rows: this thread's rows of a, each encoded into row ids[i] of
+ * dst (the CPY encoders: the table's for float types, quant/'s reference
+ * encoder for block types). */
+static void set_rows(const struct lm_cpu_params *p, struct lm_tensor *dst, const int32_t *ids, float *tmp)
+{
+    const struct lm_tensor *a = dst->src[0];
+    const int64_t n = a->ne[0], n_dst = dst->ne[1];
+    const lm_from_float_fn encode = lm_type_blck(dst->type) == 1 ? p->kern->type[dst->type].from_float
+                                                                  : lm_quant_traits(dst->type)->from_float;
+    const bool d_unit = dst->nb[0] == lm_type_size(dst->type);
+    int64_t i0, i1;
+    lm_cpu_split(a->ne[1], p->ith, p->nth, &i0, &i1);
+    for (int64_t i = i0; i < i1; i++) {
+        const int64_t r = ids[i];
+        if (r < 0 || r >= n_dst)
+            continue;
+        const float *x = set_rows_src(a, i, 0, n, tmp);
+        char *out = (char *)dst->data + r * (int64_t)dst->nb[1];
+        if (d_unit) {
+            encode(x, out, n);
+        } else {
+            for (int64_t j = 0; j < n; j++)
+                store_f(dst->type, out + j * (int64_t)dst->nb[0], x[j]);
+        }
+    }
+}
+
+/* SET_ROWS, columns (the transposed V cache): dst row j, column ids[i] =
+ * a[j, i]. Threads split dst rows; as copy_transposed, blocks of up to 16
+ * rows take the 16 adjacent floats of a column of a at once. */
+static void set_cols(const struct lm_cpu_params *p, struct lm_tensor *dst, const int32_t *ids, float *tmp)
+{
+    enum { BLOCK = 16 };
+    const struct lm_tensor *a = dst->src[0];
+    const lm_from_float_fn encode = p->kern->type[dst->type].from_float;
+    const int64_t es = (int64_t)lm_type_size(dst->type), n_dst = dst->ne[0];
+    const int64_t sd = (int64_t)dst->nb[1], sc = (int64_t)dst->nb[0];
+    int64_t j0, j1;
+    lm_cpu_split(dst->ne[1], p->ith, p->nth, &j0, &j1);
+    char buf[BLOCK * sizeof(float)];
+    for (int64_t j = j0; j < j1; j += BLOCK) {
+        const int64_t m = j1 - j < BLOCK ? j1 - j : BLOCK;
+        char *d = (char *)dst->data + j * sd;
+        for (int64_t i = 0; i < a->ne[1]; i++) {
+            const int64_t r = ids[i];
+            if (r < 0 || r >= n_dst)
+                continue;
+            encode(set_rows_src(a, i, j, m, tmp), buf, m);
+            for (int64_t k = 0; k < m; k++)
+                memcpy(d + k * sd + r * sc, buf + k * es, (size_t)es);
+        }
+    }
+}
+
+/* SET_ROWS on this thread's share (see lm_set_rows). */
+void lm_cpu_op_set_rows(const struct lm_cpu_params *p, struct lm_tensor *dst)
+{
+    const int32_t *ids = (const int32_t *)dst->src[2]->data;
+    float *tmp = lm_cpu_wslice(p, 0, (size_t)dst->src[0]->ne[0] * sizeof(float));
+    if (lm_get_op_i32(dst, 0))
+        set_cols(p, dst, ids, tmp);
+    else
+        set_rows(p, dst, ids, tmp);
 }
 
 /* REPEAT on this thread's dst rows. */

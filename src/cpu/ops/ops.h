@@ -138,6 +138,8 @@ size_t lm_cpu_work_get_rows(const struct lm_tensor *dst, int nth, const struct l
 /* copy.c */
 void lm_cpu_op_cpy(const struct lm_cpu_params *p, struct lm_tensor *dst); /* CPY, CONT */
 size_t lm_cpu_work_cpy(const struct lm_tensor *dst, int nth, const struct lm_cpu_kernels *kern);
+void lm_cpu_op_set_rows(const struct lm_cpu_params *p, struct lm_tensor *dst);
+size_t lm_cpu_work_set_rows(const struct lm_tensor *dst, int nth, const struct lm_cpu_kernels *kern);
 void lm_cpu_op_repeat(const struct lm_cpu_params *p, struct lm_tensor *dst);
 void lm_cpu_op_concat(const struct lm_cpu_params *p, struct lm_tensor *dst);
 /* softmax.c */
