@@ -310,8 +310,14 @@ static void set_cols(const struct lm_cpu_params *p, struct lm_tensor *dst, const
             if (r < 0 || r >= n_dst)
                 continue;
             encode(set_rows_src(a, i, j, m, tmp), buf, m);
-            for (int64_t k = 0; k < m; k++)
-                memcpy(d + k * sd + r * sc, buf + k * es, (size_t)es);
+            char *col = d + r * sc;
+            if (es == 2) { /* constant sizes: the copies inline */
+                for (int64_t k = 0; k < m; k++)
+                    memcpy(col + k * sd, buf + k * 2, 2);
+            } else {
+                for (int64_t k = 0; k < m; k++)
+                    memcpy(col + k * sd, buf + k * 4, 4);
+            }
         }
     }
 }
