@@ -619,7 +619,8 @@ static void isa_dot_rows(const struct lm_cpu_kernels *k, enum lm_type t, struct 
 }
 
 /* vec_dot_tile of every table that has one: nr rows (1..5) against nq
- * widened y (1..4) of their own lengths (0, tails, whole steps, the tile's
+ * y (1..4: widened F16 values, or Q8_0 rows) of their own lengths (0, tails,
+ * whole steps; Q8_0 whole blocks, 1..3 blocks past steps of 4; the tile's
  * lengths equal or all different, up to 4100): every result bit-identical
  * to the table's vec_dot of that length (the row elements past a y's
  * length, read for the longer ones, hold random values: any product of
@@ -644,8 +645,11 @@ static int isa_dot_tile(const struct lm_cpu_kernels *k, enum lm_type t, struct u
         lm_quant_traits(tk->vec_dot_type)->from_float(fx, yq[q], NMAX);
         lm_quant_traits(tk->vec_dot_type)->to_float(yq[q], yf[q], NMAX);
     }
-    static const int64_t ns[] = {0, 1, 15, 16, 17, 31, 32, 33, 47, 64, 65, 100, 511, 513, 4095, 4096, 4100};
-    const int nn = (int)(sizeof ns / sizeof ns[0]);
+    static const int64_t ns_f[] = {0, 1, 15, 16, 17, 31, 32, 33, 47, 64, 65, 100, 511, 513, 4095, 4096, 4100};
+    static const int64_t ns_q[] = {0, 32, 64, 96, 128, 160, 192, 224, 256, 320, 4064, 4096};
+    const bool blocks = tk->vec_dot_type == LM_TYPE_Q8_0; /* the tile reads Q8_0 rows, not widened values */
+    const int64_t *ns = blocks ? ns_q : ns_f;
+    const int nn = blocks ? (int)(sizeof ns_q / sizeof ns_q[0]) : (int)(sizeof ns_f / sizeof ns_f[0]);
     int bad = 0, cases = 0;
     for (int a = 0; a < nn; a++)
         for (int nq = 1; nq <= YQ; nq++)
@@ -654,10 +658,10 @@ static int isa_dot_tile(const struct lm_cpu_kernels *k, enum lm_type t, struct u
                 for (int q = 0; q < nq; q++) /* equal, then spread over the list */
                     len[q] = (a + nq) % 3 == 0 ? ns[a] : ns[(a + 5 * q) % nn];
                 float s[YQ][ROWS + 1], *outs[YQ];
-                const float *ys[YQ];
+                const void *ys[YQ];
                 for (int q = 0; q < nq; q++) {
                     outs[q] = s[q];
-                    ys[q] = yf[q];
+                    ys[q] = blocks ? (const void *)yq[q] : (const void *)yf[q];
                     s[q][nr] = 1234.5f;
                 }
                 tk->vec_dot_tile(nr, nq, len, outs, x, bx, ys);
@@ -849,7 +853,7 @@ int main(void)
     if (f->avx2 && f->fma && f->f16c) /* this machine: all 13 dot types have AVX2 kernels */
         CHECKF(tested >= 13, "only %d vec_dot overrides", tested);
     if (lm_cpu_kernels_for(LM_ISA_AVX512))
-        CHECKF(tiles[LM_ISA_AVX512] > 0, "avx512: no vec_dot_tile (F16) tested");
+        CHECKF(tiles[LM_ISA_AVX512] > 0, "avx512: no vec_dot_tile (F16, Q8_0) tested");
     printf("kernels_isa: %d vec_dot slots tested on crafted inputs (own kernels: avx2 %d, avx512 %d; "
            "vec_dot_rows: avx2 %d, avx512 %d; vec_dot_tile cases: avx512 %d, amx %d)\n",
            tested, own[LM_ISA_AVX2], own[LM_ISA_AVX512], rows[LM_ISA_AVX2], rows[LM_ISA_AVX512],

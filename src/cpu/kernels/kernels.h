@@ -70,15 +70,17 @@ typedef void (*lm_vec_dot_rows_fn)(int64_t n, int64_t nr, float *s, const void *
 typedef void (*lm_vec_dot_cols_fn)(int64_t n, int nc, float *const *s, const void *x, const void *const *y);
 #define LM_VEC_DOT_COLS_MAX 16
 
-/* Several rows against several y of their own lengths (optional slot; F16
- * attention): for q < nq and r < nr, s[q][r] = vec_dot(len[q], row r, y_q)
- * with row r at x + r * bx (elements of the type) and y_q = y[q] given as
- * the floats of the vec_dot_type's values (F16: each value widened exactly),
- * so each result has vec_dot's bits whatever nq, nr and the other lengths.
- * Row elements up to max len[q] are read (they must be readable; those past
- * a query's own length never reach its sum). 1 <= nq <= LM_VEC_DOT_TILE_MAX. */
+/* Several rows against several y of their own lengths (optional slot;
+ * attention over an F16 or Q8_0 K cache): for q < nq and r < nr,
+ * s[q][r] = vec_dot(len[q], row r, y_q) with row r at x + r * bx (elements
+ * of the type) and y_q = y[q] in the tile's input form: F16, the floats of
+ * the vec_dot_type's values (each value widened exactly); Q8_0, Q8_0 rows
+ * (len[q] a multiple of 32). So each result has vec_dot's bits whatever nq,
+ * nr and the other lengths. Row elements up to max len[q] are read (they
+ * must be readable; those past a query's own length never reach its sum).
+ * 1 <= nq <= LM_VEC_DOT_TILE_MAX. */
 typedef void (*lm_vec_dot_tile_fn)(int64_t nr, int nq, const int64_t *len, float *const *s, const void *x, size_t bx,
-                                   const float *const *y);
+                                   const void *const *y);
 #define LM_VEC_DOT_TILE_MAX 4
 
 /* Scores from a transposed K (optional slot; F16 attention over prompt
@@ -146,7 +148,7 @@ struct lm_cpu_type_kernels {
     lm_vec_dot_fn vec_dot;      /* NULL: no direct kernel (see above) */
     lm_vec_dot_rows_fn vec_dot_rows; /* several rows against one y, or NULL (call vec_dot per row) */
     lm_vec_dot_cols_fn vec_dot_cols; /* one row against several y, or NULL (call vec_dot per column) */
-    lm_vec_dot_tile_fn vec_dot_tile; /* several rows against several widened y, or NULL */
+    lm_vec_dot_tile_fn vec_dot_tile; /* several rows against several y, or NULL */
     lm_vec_dot_kt_fn vec_dot_kt;     /* scores from a transposed K (vec_dot's bits), or NULL */
     lm_from_float_fn from_float; /* NULL: the type cannot be encoded here */
     lm_to_float_fn to_float;     /* NULL only for integer types */
@@ -399,7 +401,9 @@ void lm_dequantize_row_q5_0_avx512(const void *x, float *y, int64_t n);
 void lm_dequantize_row_q5_1_avx512(const void *x, float *y, int64_t n);
 void lm_dequantize_row_q8_0_avx512(const void *x, float *y, int64_t n);
 void lm_vec_dot_tile_f16_avx512(int64_t nr, int nq, const int64_t *len, float *const *s, const void *x, size_t bx,
-                                const float *const *y);
+                                const void *const *y);
+void lm_vec_dot_tile_q8_0_avx512(int64_t nr, int nq, const int64_t *len, float *const *s, const void *x, size_t bx,
+                                 const void *const *y);
 void lm_vec_dot_kt_f16_avx512(int64_t d, int64_t nb, int nq, float *const *s, const float *kt, const float *const *y);
 /* VNNI panel GEMMs of q4_0x8 / q8_0x8 (x86-avx512/gemm_panel_avx512.c): the
  * gemm_x8 kernels' bits; activation rows in their own layout. */

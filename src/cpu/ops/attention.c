@@ -35,10 +35,11 @@
  * n_kv floats and its rounded copy, the visible cells' indices and the
  * gathered V chunk; the shared part holds the ranges.
  *
- * Tiles (when the table has vec_dot_tile for k's and v's dot type, F16 on
- * AVX-512): up to LM_VEC_DOT_TILE_MAX consecutive items of a thread that
- * share a kv head (the heads of one query under grouped-query attention,
- * or consecutive queries) run together: their q rows widened once, the
+ * Tiles (when the table has vec_dot_tile for k's and v's dot type: F16 or
+ * Q8_0 K with F16 V, on AVX-512): up to LM_VEC_DOT_TILE_MAX consecutive
+ * items of a thread that share a kv head (the heads of one query under
+ * grouped-query attention, or consecutive queries) run together: their q
+ * rows widened once (a Q8_0 K's tile reads q's blocks as they are), the
  * scores of every K row of the union of their ranges against all of them
  * (each K row converted once for the tile), then each item's softmax, then
  * the P.V dots of the items whose visible cells start at the same cell and
@@ -124,8 +125,9 @@ static void attn_init(struct attn_ctx *c, const struct lm_tensor *dst, const str
     /* V is F32, F16 or BF16 (a transposed cache cannot hold blocks): one element per cell */
     const size_t ves = lm_type_traits(c->v->type)->blck_size == 1 ? lm_type_traits(c->v->type)->type_size : 0;
     c->per_thread = c->vg_off + lm_cpu_pad((size_t)GATHER_CH * (size_t)c->n_kv * ves);
-    if (c->kt == LM_TYPE_F16 && c->vt == LM_TYPE_F16 && kk->vec_dot_tile && vk->vec_dot_tile &&
-        c->k->nb[0] == 2 && c->v->nb[0] == 2 && dst->nb[0] == sizeof(float)) {
+    if ((c->kt == LM_TYPE_F16 || c->kt == LM_TYPE_Q8_0) && c->vt == LM_TYPE_F16 && kk->vec_dot_tile &&
+        vk->vec_dot_tile && c->k->nb[0] == lm_type_size(c->k->type) && c->v->nb[0] == 2 &&
+        dst->nb[0] == sizeof(float)) {
         c->ktile = kk->vec_dot_tile;
         c->vtile = vk->vec_dot_tile;
         c->widen = kern->type[LM_TYPE_F16].to_float;
@@ -413,7 +415,7 @@ static void attn_item(const struct attn_ctx *c, char *scratch, struct lm_tensor 
  * as attn_softmax over the compacted row), the same bits as the sequence
  * alone in the cache. */
 static void attn_gathered(const struct attn_ctx *c, char *scratch, struct lm_tensor *dst, int64_t i,
-                          const int64_t *ht, int m, int64_t g, const float *const *qf, float *const *sq, int64_t lo,
+                          const int64_t *ht, int m, int64_t g, const void *const *qf, float *const *sq, int64_t lo,
                           int64_t hi)
 {
     int32_t *idx = (int32_t *)(scratch + c->ti_off);
@@ -421,7 +423,7 @@ static void attn_gathered(const struct attn_ctx *c, char *scratch, struct lm_ten
     for (int64_t j = lo; j < hi; j++)
         if (mask_at(c, j, i) != -INFINITY)
             idx[n++] = (int32_t)j;
-    const size_t krb = (size_t)c->d * 2, vrb = (size_t)n * 2;
+    const size_t krb = lm_row_size(c->k->type, c->d), vrb = (size_t)n * 2;
     char *kg = scratch + c->kg_off, *vg = scratch + c->vt_off;
     const char *kbase = (const char *)c->k->data + g * (int64_t)c->k->nb[2];
     for (int64_t k = 0; k < n; k++)
@@ -442,7 +444,7 @@ static void attn_gathered(const struct attn_ctx *c, char *scratch, struct lm_ten
         k0 = k1;
     }
     float *out[LM_VEC_DOT_TILE_MAX];
-    const float *pf[LM_VEC_DOT_TILE_MAX];
+    const void *pf[LM_VEC_DOT_TILE_MAX];
     for (int q = 0; q < m; q++) {
         const float slope = lm_cpu_alibi_slope(c->max_bias, c->n_head, ht[q]);
         float *s = sq[q], max = -INFINITY;
@@ -468,7 +470,7 @@ static void attn_tile(const struct attn_ctx *c, char *scratch, struct lm_tensor 
                       const int64_t *ht, int nt, int64_t g, const int32_t *ranges, int64_t *ktr_g)
 {
     float *sq[LM_VEC_DOT_TILE_MAX], *out[LM_VEC_DOT_TILE_MAX];
-    const float *qf[LM_VEC_DOT_TILE_MAX], *pf[LM_VEC_DOT_TILE_MAX];
+    const void *qf[LM_VEC_DOT_TILE_MAX], *pf[LM_VEC_DOT_TILE_MAX];
     int64_t len[LM_VEC_DOT_TILE_MAX], n[LM_VEC_DOT_TILE_MAX], lo = INT64_MAX, hi = 0;
     int m = 0, slot[LM_VEC_DOT_TILE_MAX];
     for (int t = 0; t < nt; t++) {
@@ -478,7 +480,10 @@ static void attn_tile(const struct attn_ctx *c, char *scratch, struct lm_tensor 
             continue;
         }
         float *q = (float *)(scratch + c->tq_off + (size_t)m * lm_cpu_pad((size_t)c->d * sizeof(float)));
-        c->widen(attn_q(c, scratch, it[t], ht[t]), q, c->d);
+        if (c->kt == LM_TYPE_Q8_0) /* the Q8_0 tile reads q's blocks (a row is smaller than d floats) */
+            memcpy(q, attn_q(c, scratch, it[t], ht[t]), lm_row_size(LM_TYPE_Q8_0, c->d));
+        else
+            c->widen(attn_q(c, scratch, it[t], ht[t]), q, c->d);
         qf[m] = q;
         sq[m] = (float *)(scratch + c->ts_off + (size_t)m * c->ts_stride);
         len[m] = c->d;
@@ -506,9 +511,12 @@ static void attn_tile(const struct attn_ctx *c, char *scratch, struct lm_tensor 
         *ktr_g = g;
         const float *ktr = (const float *)(scratch + c->ktr_off);
         const int64_t b0 = lo / LM_KT_CELLS, b1 = (hi + LM_KT_CELLS - 1) / LM_KT_CELLS;
-        for (int q = 0; q < m; q++)
+        const float *qw[LM_VEC_DOT_TILE_MAX]; /* F16 K: the widened queries */
+        for (int q = 0; q < m; q++) {
             srow[q] = sq[q] + b0 * LM_KT_CELLS;
-        c->kscore(c->d, b1 - b0, m, srow, ktr + b0 * c->d * LM_KT_CELLS, qf);
+            qw[q] = (const float *)qf[q];
+        }
+        c->kscore(c->d, b1 - b0, m, srow, ktr + b0 * c->d * LM_KT_CELLS, qw);
     } else {
         for (int q = 0; q < m; q++)
             srow[q] = sq[q] + lo;

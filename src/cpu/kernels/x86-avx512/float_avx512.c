@@ -282,8 +282,9 @@ static ALWAYS_INLINE void tile_rows_f16(const int Q, int64_t nr, const int64_t *
 
 /* Contract: kernels.h (lm_vec_dot_tile_fn); each s[q][r] has lm_vec_dot_f16_avx512's bits. */
 void lm_vec_dot_tile_f16_avx512(int64_t nr, int nq, const int64_t *len, float *const *s, const void *x, size_t bx,
-                                const float *const *y)
+                                const void *const *yv)
 {
+    const float *const *y = (const float *const *)yv; /* widened F16 values (the tile's input form) */
     switch (nq) {
     case 4: tile_rows_f16(4, nr, len, s, x, bx, y); break;
     case 3: tile_rows_f16(3, nr, len, s, x, bx, y); break;

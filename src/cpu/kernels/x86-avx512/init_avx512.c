@@ -42,6 +42,7 @@ void lm_cpu_kernels_init_avx512(struct lm_cpu_kernels *k)
     lm_cpu_set_dot(k, LM_TYPE_Q5_1, lm_vec_dot_q5_1_q8_1_avx512);
     lm_cpu_set_dot(k, LM_TYPE_Q8_0, lm_vec_dot_q8_0_q8_0_avx512);
     k->type[LM_TYPE_Q8_0].vec_dot_rows = lm_vec_dot_rows_q8_0_avx512; /* a Q8_0 K cache's scores */
+    k->type[LM_TYPE_Q8_0].vec_dot_tile = lm_vec_dot_tile_q8_0_avx512; /* the same, several queries at once */
     lm_cpu_set_dot(k, LM_TYPE_Q2_K, lm_vec_dot_q2_K_q8_K_avx512);
     lm_cpu_set_dot(k, LM_TYPE_Q3_K, lm_vec_dot_q3_K_q8_K_avx512);
     lm_cpu_set_dot(k, LM_TYPE_Q4_K, lm_vec_dot_q4_K_q8_K_avx512);

@@ -206,3 +206,101 @@ void lm_vec_dot_rows_q8_0_avx512(int64_t n, int64_t nr, float *s, const void *x,
         s[r] = dot_legacy(W_Q8_0, n / LM_QK, (const uint8_t *)x + (size_t)r * bx, y);
 }
 
+
+/* Q8_0 tiles: dot_legacy(W_Q8_0) of one row x against Q queries y[0..Q)
+ * (nb blocks each), out[q]: per query the same loads, integer sums, scale
+ * products, FMA chains and final tree as dot_legacy, so its bits; x's codes,
+ * sign masks and scales are read once for all the queries, and the Q
+ * reductions share their shuffles (avx512_hsum4_ps, hsum's tree). */
+static ALWAYS_INLINE void tile_row_q8_0(const int Q, int64_t nb, const uint8_t *x, const uint8_t *const *y, float *out)
+{
+    enum { BS = 34 };
+    __m512 acc0[LM_VEC_DOT_TILE_MAX], acc1[LM_VEC_DOT_TILE_MAX];
+    for (int q = 0; q < Q; q++)
+        acc0[q] = acc1[q] = _mm512_setzero_ps();
+    int64_t b = 0;
+    for (; b + 4 <= nb; b += 4) {
+        const uint8_t *xb = x + b * BS;
+        const __m512i xab = avx512_load2x32(xb + 2, xb + BS + 2), xcd = avx512_load2x32(xb + 2 * BS + 2, xb + 3 * BS + 2);
+        const __mmask64 nab = _mm512_movepi8_mask(xab), ncd = _mm512_movepi8_mask(xcd);
+        const __m512i aab = _mm512_abs_epi8(xab), acd = _mm512_abs_epi8(xcd);
+        const __m128 dx = avx512_f16x4(xb, BS);
+        for (int q = 0; q < Q; q++) {
+            const uint8_t *yb = y[q] + b * BS;
+            const __m512i yab = avx512_load2x32(yb + 2, yb + BS + 2), ycd = avx512_load2x32(yb + 2 * BS + 2, yb + 3 * BS + 2);
+            const __m512i iab = avx512_dot_u8s8(aab, _mm512_mask_sub_epi8(yab, nab, _mm512_setzero_si512(), yab));
+            const __m512i icd = avx512_dot_u8s8(acd, _mm512_mask_sub_epi8(ycd, ncd, _mm512_setzero_si512(), ycd));
+            const __m128 p = _mm_mul_ps(dx, avx512_f16x4(yb, BS));
+            acc0[q] = _mm512_fmadd_ps(avx512_spread2(_mm512_castps128_ps512(p), 0, 1), _mm512_cvtepi32_ps(iab), acc0[q]);
+            acc1[q] = _mm512_fmadd_ps(avx512_spread2(_mm512_castps128_ps512(p), 2, 3), _mm512_cvtepi32_ps(icd), acc1[q]);
+        }
+    }
+    for (; b < nb; b += 2) { /* 1..3 blocks left, as dot_legacy's pairs */
+        const bool two = b + 1 < nb;
+        const uint8_t *xb = x + b * BS;
+        const __m256i hi = two ? _mm256_loadu_si256((const __m256i *)(xb + BS + 2)) : _mm256_setzero_si256();
+        const __m512i xz = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(xb + 2))), hi, 1);
+        const __mmask64 neg = _mm512_movepi8_mask(xz);
+        const __m512i ax = _mm512_abs_epi8(xz);
+        lm_fp16 hx[2] = {0, 0};
+        memcpy(&hx[0], xb, 2);
+        if (two)
+            memcpy(&hx[1], xb + BS, 2);
+        for (int q = 0; q < Q; q++) {
+            const uint8_t *yb = y[q] + b * BS;
+            const __m256i yhi = two ? _mm256_loadu_si256((const __m256i *)(yb + BS + 2)) : _mm256_setzero_si256();
+            const __m512i yz =
+                _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(yb + 2))), yhi, 1);
+            const __m512i is = avx512_dot_u8s8(ax, _mm512_mask_sub_epi8(yz, neg, _mm512_setzero_si512(), yz));
+            lm_fp16 hy[2] = {0, 0};
+            memcpy(&hy[0], yb, 2);
+            if (two)
+                memcpy(&hy[1], yb + BS, 2);
+            const float sa = avx512_f16(hx[0]) * avx512_f16(hy[0]), sb = avx512_f16(hx[1]) * avx512_f16(hy[1]);
+            const __m512 sc = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(sa), _mm512_set1_ps(sb));
+            acc0[q] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(is), acc0[q]);
+        }
+    }
+    if (Q == 4) {
+        avx512_hsum4_ps(_mm512_add_ps(acc0[0], acc1[0]), _mm512_add_ps(acc0[1], acc1[1]),
+                        _mm512_add_ps(acc0[2], acc1[2]), _mm512_add_ps(acc0[3], acc1[3]), out);
+        return;
+    }
+    for (int q = 0; q < Q; q++)
+        out[q] = avx512_hsum_ps(_mm512_add_ps(acc0[q], acc1[q]));
+}
+
+static ALWAYS_INLINE void tile_rows_q8_0(const int Q, int64_t nr, int64_t nb, float *const *s, const uint8_t *x,
+                                         size_t bx, const uint8_t *const *y)
+{
+    for (int64_t r = 0; r < nr; r++) {
+        float out[LM_VEC_DOT_TILE_MAX];
+        tile_row_q8_0(Q, nb, x + (size_t)r * bx, y, out);
+        for (int q = 0; q < Q; q++)
+            s[q][r] = out[q];
+    }
+}
+
+/* Contract: kernels.h (lm_vec_dot_tile_fn, Q8_0 rows as y); each s[q][r] has
+ * lm_vec_dot_q8_0_q8_0_avx512's bits. Queries of one length (a K tile's) go
+ * together; other lengths one query at a time. */
+void lm_vec_dot_tile_q8_0_avx512(int64_t nr, int nq, const int64_t *len, float *const *s, const void *x, size_t bx,
+                                 const void *const *yv)
+{
+    const uint8_t *const *y = (const uint8_t *const *)yv;
+    bool same = true;
+    for (int q = 1; q < nq; q++)
+        same = same && len[q] == len[0];
+    if (!same) {
+        for (int q = 0; q < nq; q++)
+            tile_rows_q8_0(1, nr, len[q] / LM_QK, &s[q], x, bx, &y[q]);
+        return;
+    }
+    const int64_t nb = len[0] / LM_QK;
+    switch (nq) {
+    case 4: tile_rows_q8_0(4, nr, nb, s, x, bx, y); break;
+    case 3: tile_rows_q8_0(3, nr, nb, s, x, bx, y); break;
+    case 2: tile_rows_q8_0(2, nr, nb, s, x, bx, y); break;
+    default: tile_rows_q8_0(1, nr, nb, s, x, bx, y); break;
+    }
+}
