@@ -685,34 +685,35 @@ static int isa_dot_tile(const struct lm_cpu_kernels *k, enum lm_type t, struct u
     return cases;
 }
 
-/* vec_dot_kt of every table that has one: for d in multiples of 16 (16..256,
- * the head sizes of real models and odd multiples), 1..3 blocks of 16 cells
- * (random F16 rows, extreme values in some) and 1..4 widened queries, every
- * score bit-identical to the table's vec_dot of the cell's row, and nothing
- * written past the blocks. Returns the cases. */
+/* vec_dot_kt of every table that has one: for d in multiples of 16 (16..256;
+ * Q8_0: of 32) K rows of 1..3 blocks of 16 cells laid out by the table's
+ * vec_dot_kt_pack (the last cells past the rows: zeros), against 1..4 y:
+ * every score bit-identical to the table's vec_dot of that cell's row,
+ * nothing written past the blocks. Returns the cases. */
 static int isa_dot_kt(const struct lm_cpu_kernels *k, enum lm_type t, struct uc_rng *r)
 {
     enum { DMAX = 256, NBMAX = 3, CELLS = NBMAX * LM_KT_CELLS, YQ = LM_VEC_DOT_TILE_MAX };
     const struct lm_cpu_type_kernels *tk = &k->type[t];
+    const bool blocks = tk->vec_dot_type == LM_TYPE_Q8_0; /* y as Q8_0 rows, not widened values */
     const size_t bx = lm_row_size(t, DMAX);
     char *x = uc_alloc(bx * CELLS, 2), *yq[YQ];
-    float *fx = uc_alloc(sizeof(float) * DMAX, 0), *kt = uc_alloc(sizeof(float) * DMAX * CELLS, 64), *yf[YQ];
+    float *fx = uc_alloc(sizeof(float) * DMAX, 0), *yf[YQ];
+    char *kt = uc_alloc(lm_kt_block_bytes(t, DMAX) * NBMAX, 64);
     for (int q = 0; q < YQ; q++) {
         yq[q] = uc_alloc(lm_row_size(tk->vec_dot_type, DMAX), 2);
         yf[q] = uc_alloc(sizeof(float) * DMAX, 4);
     }
-    static const int64_t ds[] = {16, 32, 48, 64, 80, 96, 112, 128, 144, 256};
+    static const int64_t ds[] = {16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 192, 256};
     int bad = 0, cases = 0;
     for (int a = 0; a < (int)(sizeof ds / sizeof ds[0]); a++) {
         const int64_t d = ds[a];
+        if (d % lm_type_blck(t) != 0)
+            continue;
         for (int c = 0; c < CELLS; c++) { /* every 7th cell has values up to 6e4 (F16's range) */
             const float m = c % 7 == 3 ? 6e4f : 2.0f;
             for (int i = 0; i < d; i++)
                 fx[i] = uc_float(r, -m, m);
             lm_quant_traits(t)->from_float(fx, x + (size_t)c * bx, d);
-            lm_quant_traits(t)->to_float(x + (size_t)c * bx, fx, d);
-            for (int i = 0; i < d; i++)
-                kt[((c / LM_KT_CELLS) * d + i) * LM_KT_CELLS + c % LM_KT_CELLS] = fx[i];
         }
         for (int q = 0; q < YQ; q++) {
             for (int i = 0; i < d; i++)
@@ -720,18 +721,20 @@ static int isa_dot_kt(const struct lm_cpu_kernels *k, enum lm_type t, struct uc_
             lm_quant_traits(tk->vec_dot_type)->from_float(fx, yq[q], d);
             lm_quant_traits(tk->vec_dot_type)->to_float(yq[q], yf[q], d);
         }
-        for (int nb = 1; nb <= NBMAX; nb++)
+        for (int nb = 1; nb <= NBMAX; nb++) {
+            const int64_t n = nb * LM_KT_CELLS - (nb == 2 ? 5 : 0); /* a block with zero cells too */
+            tk->vec_dot_kt_pack(d, n, x, bx, kt);
             for (int nq = 1; nq <= YQ; nq++, cases++) {
                 float s[YQ][CELLS + 1], *outs[YQ];
-                const float *ys[YQ];
+                const void *ys[YQ];
                 for (int q = 0; q < nq; q++) {
                     outs[q] = s[q];
-                    ys[q] = yf[q];
+                    ys[q] = blocks ? (const void *)yq[q] : (const void *)yf[q];
                     s[q][nb * LM_KT_CELLS] = 1234.5f;
                 }
                 tk->vec_dot_kt(d, nb, nq, outs, kt, ys);
                 for (int q = 0; q < nq; q++) {
-                    for (int c = 0; c < nb * LM_KT_CELLS; c++) {
+                    for (int c = 0; c < n; c++) {
                         float want;
                         tk->vec_dot(d, &want, x + (size_t)c * bx, yq[q]);
                         bad += memcmp(&want, &s[q][c], sizeof want) != 0;
@@ -739,6 +742,7 @@ static int isa_dot_kt(const struct lm_cpu_kernels *k, enum lm_type t, struct uc_
                     bad += s[q][nb * LM_KT_CELLS] != 1234.5f;
                 }
             }
+        }
     }
     CHECKF(bad == 0, "%s %s vec_dot_kt differs from vec_dot (%d of %d cases)", lm_cpu_isa_name(k->isa),
            lm_type_name(t), bad, cases);

@@ -643,11 +643,14 @@ static void gen_attn(struct runner *R)
         attn_case(R, &s);
     }
     /* model-sized (d, n_q, n_head, n_kv, n_head_kv): a prompt over a padded
-     * cache with GQA 4, a short batch with d 128, a decode step with GQA 8 */
-    static const int64_t big[][5] = {{64, 64, 4, 256, 1}, {128, 7, 4, 256, 1}, {64, 1, 32, 256, 4}};
-    for (int c = 0; c < 3; c++) {
+     * cache with GQA 4, a short batch with d 128, a decode step with GQA 8;
+     * then prompts over a Q8_0 K (the transposed-K scores: d 64 and 128) */
+    static const int64_t big[][5] = {{64, 64, 4, 256, 1}, {128, 7, 4, 256, 1}, {64, 1, 32, 256, 4},
+                                     {64, 40, 4, 200, 1}, {128, 9, 8, 100, 2}};
+    for (int c = 0; c < 5; c++) {
         struct ut_spec s = spec(UT_K_ATTN, 1);
-        s.type = s.type2 = LM_TYPE_F16;
+        s.type = c < 3 ? LM_TYPE_F16 : LM_TYPE_Q8_0;
+        s.type2 = LM_TYPE_F16;
         const int64_t q[4] = {big[c][0], big[c][1], big[c][2], 1}, kv[4] = {big[c][3], big[c][0], big[c][4], 1};
         memcpy(s.ne, q, sizeof q);
         memcpy(s.ne2, kv, sizeof kv);

@@ -83,16 +83,35 @@ typedef void (*lm_vec_dot_tile_fn)(int64_t nr, int nq, const int64_t *len, float
                                    const void *const *y);
 #define LM_VEC_DOT_TILE_MAX 4
 
-/* Scores from a transposed K (optional slot; F16 attention over prompt
- * batches): kt holds nb blocks of 16 cells, the F16 values widened, element
- * e of cell 16b + l at kt[(b d + e) 16 + l]; for q < nq and every cell of the
- * blocks, s[q][16b + l] = vec_dot(d, the cell's K row, y_q) with the bits of
- * the type's vec_dot (y_q widened as for vec_dot_tile). The lanes are cells,
- * so no dot needs a horizontal sum: each lane replays vec_dot's FMA chains
- * and reduction tree. d > 0 a multiple of 16; 1 <= nq <= LM_VEC_DOT_TILE_MAX. */
-typedef void (*lm_vec_dot_kt_fn)(int64_t d, int64_t nb, int nq, float *const *s, const float *kt,
-                                 const float *const *y);
+/* Scores from a transposed K (optional slot, with vec_dot_kt_pack;
+ * attention over prompt batches): kt holds nb blocks of 16 cells in the
+ * type's layout (lm_kt_block_bytes each), written by vec_dot_kt_pack:
+ *   F16: the values widened, element e of cell 16b + l at float
+ *     [(b d + e) 16 + l];
+ *   Q8_0: per 32-element block of the rows, for each group of 4 elements
+ *     64 code bytes (cell l's 4 codes at 4l) and 16 int32 (-128 times each
+ *     cell's 4-code sum), then the 16 cells' block scales as floats.
+ * For q < nq and every cell of the blocks, s[q][16b + l] = vec_dot(d, the
+ * cell's K row, y_q) with the bits of the type's vec_dot (y_q in the tile's
+ * input form: widened F16 values, Q8_0 rows). The lanes are cells, so no dot
+ * needs a horizontal sum: each lane replays vec_dot's chains and reduction
+ * tree. d > 0 a multiple of 16 (Q8_0: of 32, at most LM_KT_Q8_MAX_D);
+ * 1 <= nq <= LM_VEC_DOT_TILE_MAX. */
+typedef void (*lm_vec_dot_kt_fn)(int64_t d, int64_t nb, int nq, float *const *s, const void *kt,
+                                 const void *const *y);
+/* n K rows (bk bytes apart, d elements each) in the kt layout, ceil(n / 16)
+ * blocks; the cells past n in the last block are zeros. */
+typedef void (*lm_kt_pack_fn)(int64_t d, int64_t n, const void *k, size_t bk, void *kt);
 #define LM_KT_CELLS 16
+#define LM_KT_Q8_GROUP 128                                 /* bytes: 64 codes, 16 int32 */
+#define LM_KT_Q8_BLOCK (8 * LM_KT_Q8_GROUP + 16 * 4)      /* bytes per 32 elements of 16 cells */
+#define LM_KT_Q8_MAX_D 512
+
+/* Bytes of one 16-cell block of type t's kt layout for rows of d elements. */
+static inline size_t lm_kt_block_bytes(enum lm_type t, int64_t d)
+{
+    return t == LM_TYPE_Q8_0 ? (size_t)(d / 32) * LM_KT_Q8_BLOCK : (size_t)d * LM_KT_CELLS * sizeof(float);
+}
 
 /* GEMM over one group of 8 repacked weight rows (cpu/repack.h): for r < 8 and
  * c < nc, s[c * ldc + r] = dot(row r of the group x, activation row c), where
@@ -150,6 +169,7 @@ struct lm_cpu_type_kernels {
     lm_vec_dot_cols_fn vec_dot_cols; /* one row against several y, or NULL (call vec_dot per column) */
     lm_vec_dot_tile_fn vec_dot_tile; /* several rows against several y, or NULL */
     lm_vec_dot_kt_fn vec_dot_kt;     /* scores from a transposed K (vec_dot's bits), or NULL */
+    lm_kt_pack_fn vec_dot_kt_pack;   /* its layout (set with vec_dot_kt) */
     lm_from_float_fn from_float; /* NULL: the type cannot be encoded here */
     lm_to_float_fn to_float;     /* NULL only for integer types */
     lm_gemm_fn gemm_x8;          /* repacked-weight GEMM, or NULL (no repacked layout) */
@@ -223,6 +243,7 @@ static inline void lm_cpu_set_dot(struct lm_cpu_kernels *k, enum lm_type t, lm_v
     k->type[t].vec_dot_cols = NULL;
     k->type[t].vec_dot_tile = NULL;
     k->type[t].vec_dot_kt = NULL;
+    k->type[t].vec_dot_kt_pack = NULL;
     k->vec_dot_isa[t] = k->isa;
 }
 
@@ -404,7 +425,11 @@ void lm_vec_dot_tile_f16_avx512(int64_t nr, int nq, const int64_t *len, float *c
                                 const void *const *y);
 void lm_vec_dot_tile_q8_0_avx512(int64_t nr, int nq, const int64_t *len, float *const *s, const void *x, size_t bx,
                                  const void *const *y);
-void lm_vec_dot_kt_f16_avx512(int64_t d, int64_t nb, int nq, float *const *s, const float *kt, const float *const *y);
+void lm_vec_dot_kt_f16_avx512(int64_t d, int64_t nb, int nq, float *const *s, const void *kt, const void *const *y);
+void lm_vec_dot_kt_q8_0_avx512(int64_t d, int64_t nb, int nq, float *const *s, const void *kt, const void *const *y);
+/* kt layouts (kernels.h lm_kt_pack_fn; generic/float_generic.c) */
+void lm_kt_pack_f16(int64_t d, int64_t n, const void *k, size_t bk, void *kt);
+void lm_kt_pack_q8_0(int64_t d, int64_t n, const void *k, size_t bk, void *kt);
 /* VNNI panel GEMMs of q4_0x8 / q8_0x8 (x86-avx512/gemm_panel_avx512.c): the
  * gemm_x8 kernels' bits; activation rows in their own layout. */
 void lm_gemm_panel_q4_0x8_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc,

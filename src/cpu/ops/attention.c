@@ -49,9 +49,10 @@
  * one query's heads whose range has hidden cells (other sequences' cells)
  * gathers the visible cells' K rows and V columns once instead
  * (attn_gathered): no dot on a hidden cell. With many query heads per kv
- * head (prompt batches) and a vec_dot_kt slot, a thread widens each kv head's
- * K once into blocks of 16 cells (build_ktr) and the tiles' scores come from
- * there, 16 cells per register, with vec_dot's bits.
+ * head (prompt batches) and a vec_dot_kt slot, a thread lays each kv head's
+ * K out once in blocks of 16 cells (build_ktr: F16 widened, Q8_0 codes
+ * grouped by 4 with their sums) and the tiles' scores come from there, 16
+ * cells per register, with vec_dot's bits.
  */
 #include <math.h>
 #include <string.h>
@@ -84,8 +85,8 @@ struct attn_ctx {
     size_t ts_stride, tp_stride, ti_stride;
     size_t kg_off, vt_off;            /* per thread: gathered K rows, gathered V columns (one query's cells) */
     lm_vec_dot_kt_fn kscore;          /* scores from a transposed K (prompt batches), or NULL */
-    int64_t ktr_nb;                   /* blocks of LM_KT_CELLS cells covering n_kv */
-    size_t ktr_off, ktr_row_off;      /* per thread: one kv head's transposed K, one widened K row */
+    lm_kt_pack_fn kpack;              /* its layout */
+    size_t ktr_off;                   /* per thread: one kv head's transposed K */
 };
 
 static void attn_init(struct attn_ctx *c, const struct lm_tensor *dst, const struct lm_cpu_kernels *kern)
@@ -145,33 +146,23 @@ static void attn_init(struct attn_ctx *c, const struct lm_tensor *dst, const str
         /* transposed K: worth its build (n_kv x d per kv head and thread)
          * when each kv head has many queries; capped at KT_MAX_BYTES */
         const int64_t nb = (c->n_kv + LM_KT_CELLS - 1) / LM_KT_CELLS;
-        const size_t ktr_bytes = (size_t)nb * LM_KT_CELLS * (size_t)c->d * sizeof(float);
-        if (kk->vec_dot_kt && c->d % 16 == 0 && c->n_q * c->ratio >= KT_MIN_ITEMS && ktr_bytes <= KT_MAX_BYTES) {
+        const size_t ktr_bytes = (size_t)nb * lm_kt_block_bytes(c->kt, c->d);
+        const bool d_ok = c->kt == LM_TYPE_Q8_0 ? c->d <= LM_KT_Q8_MAX_D : c->d % 16 == 0;
+        if (kk->vec_dot_kt && kk->vec_dot_kt_pack && d_ok && c->n_q * c->ratio >= KT_MIN_ITEMS &&
+            ktr_bytes <= KT_MAX_BYTES) {
             c->kscore = kk->vec_dot_kt;
-            c->ktr_nb = nb;
+            c->kpack = kk->vec_dot_kt_pack;
             c->ktr_off = c->per_thread;
-            c->ktr_row_off = c->ktr_off + lm_cpu_pad(ktr_bytes);
-            c->per_thread = c->ktr_row_off + lm_cpu_pad((size_t)c->d * sizeof(float));
+            c->per_thread = c->ktr_off + lm_cpu_pad(ktr_bytes);
         }
     }
 }
 
-/* Kv head g's K as LM_KT_CELLS-cell blocks of widened values, element e of
- * cell 16b + l at [(b d + e) 16 + l] (kernels.h lm_vec_dot_kt_fn); the cells
- * past n_kv in the last block are zeros. */
+/* Kv head g's K in the kt layout of its type (kernels.h lm_vec_dot_kt_fn),
+ * LM_KT_CELLS-cell blocks; the cells past n_kv in the last block are zeros. */
 static void build_ktr(const struct attn_ctx *c, char *scratch, int64_t g)
 {
-    float *kt = (float *)(scratch + c->ktr_off), *row = (float *)(scratch + c->ktr_row_off);
-    const int64_t d = c->d;
-    for (int64_t cell = 0; cell < c->ktr_nb * LM_KT_CELLS; cell++) {
-        float *dst = kt + (cell / LM_KT_CELLS) * d * LM_KT_CELLS + cell % LM_KT_CELLS;
-        if (cell < c->n_kv)
-            c->widen((const char *)c->k->data + g * (int64_t)c->k->nb[2] + cell * (int64_t)c->k->nb[1], row, d);
-        else
-            memset(row, 0, (size_t)d * sizeof(float));
-        for (int64_t e = 0; e < d; e++)
-            dst[e * LM_KT_CELLS] = row[e];
-    }
+    c->kpack(c->d, c->n_kv, (const char *)c->k->data + g * (int64_t)c->k->nb[2], c->k->nb[1], scratch + c->ktr_off);
 }
 
 /* Scratch: the ranges, then per thread q, rounded q, scores, rounded p,
@@ -509,14 +500,11 @@ static void attn_tile(const struct attn_ctx *c, char *scratch, struct lm_tensor 
         if (*ktr_g != g)
             build_ktr(c, scratch, g);
         *ktr_g = g;
-        const float *ktr = (const float *)(scratch + c->ktr_off);
+        const char *ktr = scratch + c->ktr_off;
         const int64_t b0 = lo / LM_KT_CELLS, b1 = (hi + LM_KT_CELLS - 1) / LM_KT_CELLS;
-        const float *qw[LM_VEC_DOT_TILE_MAX]; /* F16 K: the widened queries */
-        for (int q = 0; q < m; q++) {
+        for (int q = 0; q < m; q++)
             srow[q] = sq[q] + b0 * LM_KT_CELLS;
-            qw[q] = (const float *)qf[q];
-        }
-        c->kscore(c->d, b1 - b0, m, srow, ktr + b0 * c->d * LM_KT_CELLS, qw);
+        c->kscore(c->d, b1 - b0, m, srow, ktr + (size_t)b0 * lm_kt_block_bytes(c->kt, c->d), qf);
     } else {
         for (int q = 0; q < m; q++)
             srow[q] = sq[q] + lo;

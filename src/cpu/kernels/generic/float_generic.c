@@ -108,3 +108,44 @@ void lm_f32_from_float_row_generic(const float *x, void *y, int64_t n)
     if (n > 0)
         memmove(y, x, (size_t)n * sizeof(float));
 }
+
+/* Contract: kernels.h (lm_kt_pack_fn, the F16 layout). */
+void lm_kt_pack_f16(int64_t d, int64_t n, const void *k, size_t bk, void *ktv)
+{
+    float *kt = ktv;
+    const int64_t cells = (n + LM_KT_CELLS - 1) / LM_KT_CELLS * LM_KT_CELLS;
+    for (int64_t c = 0; c < cells; c++) {
+        float *dst = kt + (c / LM_KT_CELLS) * d * LM_KT_CELLS + c % LM_KT_CELLS;
+        const lm_fp16 *row = (const lm_fp16 *)((const char *)k + (size_t)c * bk);
+        for (int64_t e = 0; e < d; e++)
+            dst[e * LM_KT_CELLS] = c < n ? lm_fp16_to_fp32(row[e]) : 0.0f;
+    }
+}
+
+/* Contract: kernels.h (lm_kt_pack_fn, the Q8_0 layout). */
+void lm_kt_pack_q8_0(int64_t d, int64_t n, const void *k, size_t bk, void *ktv)
+{
+    enum { BS = 34 };
+    uint8_t *kt = ktv;
+    const int64_t nbk = d / 32, cells = (n + LM_KT_CELLS - 1) / LM_KT_CELLS * LM_KT_CELLS;
+    for (int64_t c = 0; c < cells; c++) {
+        const int64_t l = c % LM_KT_CELLS;
+        const uint8_t *row = (const uint8_t *)k + (size_t)c * bk;
+        for (int64_t kb = 0; kb < nbk; kb++) {
+            uint8_t *blk = kt + ((c / LM_KT_CELLS) * nbk + kb) * LM_KT_Q8_BLOCK;
+            for (int g = 0; g < 8; g++) {
+                int8_t q[4] = {0, 0, 0, 0};
+                if (c < n)
+                    memcpy(q, row + kb * BS + 2 + 4 * g, 4);
+                memcpy(blk + g * LM_KT_Q8_GROUP + 4 * l, q, 4);
+                const int32_t corr = -128 * ((int32_t)q[0] + q[1] + q[2] + q[3]);
+                memcpy(blk + g * LM_KT_Q8_GROUP + 64 + 4 * l, &corr, 4);
+            }
+            lm_fp16 h = 0;
+            if (c < n)
+                memcpy(&h, row + kb * BS, 2);
+            const float scale = lm_fp16_to_fp32(h);
+            memcpy(blk + 8 * LM_KT_Q8_GROUP + 4 * l, &scale, 4);
+        }
+    }
+}

@@ -355,8 +355,9 @@ static ALWAYS_INLINE void kt_blocks(const int NQ, int64_t d, int64_t nb, float *
 }
 
 /* Contract: kernels.h (lm_vec_dot_kt_fn); each score has lm_vec_dot_f16_avx512's bits. */
-void lm_vec_dot_kt_f16_avx512(int64_t d, int64_t nb, int nq, float *const *s, const float *kt, const float *const *y)
+void lm_vec_dot_kt_f16_avx512(int64_t d, int64_t nb, int nq, float *const *s, const void *ktv, const void *const *yv)
 {
+    const float *kt = ktv, *const *y = (const float *const *)yv;
     switch (nq) {
     case 4: kt_blocks(4, d, nb, s, kt, y); break;
     case 3: kt_blocks(3, d, nb, s, kt, y); break;

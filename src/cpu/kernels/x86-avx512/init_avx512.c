@@ -32,6 +32,7 @@ void lm_cpu_kernels_init_avx512(struct lm_cpu_kernels *k)
     k->type[LM_TYPE_F16].vec_dot_rows = lm_vec_dot_rows_f16_avx512;
     k->type[LM_TYPE_F16].vec_dot_tile = lm_vec_dot_tile_f16_avx512;
     k->type[LM_TYPE_F16].vec_dot_kt = lm_vec_dot_kt_f16_avx512;
+    k->type[LM_TYPE_F16].vec_dot_kt_pack = lm_kt_pack_f16;
     if (lm_cpu_features()->avx512bf16) { /* vdpbf16ps; else the AVX2 shift/FMA kernel stays */
         lm_cpu_set_dot(k, LM_TYPE_BF16, lm_vec_dot_bf16_avx512);
         k->type[LM_TYPE_BF16].vec_dot_rows = lm_vec_dot_rows_bf16_avx512;
@@ -43,6 +44,8 @@ void lm_cpu_kernels_init_avx512(struct lm_cpu_kernels *k)
     lm_cpu_set_dot(k, LM_TYPE_Q8_0, lm_vec_dot_q8_0_q8_0_avx512);
     k->type[LM_TYPE_Q8_0].vec_dot_rows = lm_vec_dot_rows_q8_0_avx512; /* a Q8_0 K cache's scores */
     k->type[LM_TYPE_Q8_0].vec_dot_tile = lm_vec_dot_tile_q8_0_avx512; /* the same, several queries at once */
+    k->type[LM_TYPE_Q8_0].vec_dot_kt = lm_vec_dot_kt_q8_0_avx512;     /* and from a transposed K (prompts) */
+    k->type[LM_TYPE_Q8_0].vec_dot_kt_pack = lm_kt_pack_q8_0;
     lm_cpu_set_dot(k, LM_TYPE_Q2_K, lm_vec_dot_q2_K_q8_K_avx512);
     lm_cpu_set_dot(k, LM_TYPE_Q3_K, lm_vec_dot_q3_K_q8_K_avx512);
     lm_cpu_set_dot(k, LM_TYPE_Q4_K, lm_vec_dot_q4_K_q8_K_avx512);

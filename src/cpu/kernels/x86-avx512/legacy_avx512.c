@@ -304,3 +304,93 @@ void lm_vec_dot_tile_q8_0_avx512(int64_t nr, int nq, const int64_t *len, float *
     default: tile_rows_q8_0(1, nr, nb, s, x, bx, y); break;
     }
 }
+
+/* ---- Q8_0 scores from a transposed K: lanes are cells ----
+ * dot_legacy's lane L of a pair of blocks (A, B) holds group L of A (L < 8:
+ * elements 4L..4L+3) or group L - 8 of B, as (float)isum times the pair's
+ * block scale product, FMA'd into acc0 (blocks 4s, 4s + 1 of a step; the
+ * last 1..3 blocks' pairs) or acc1 (blocks 4s + 2, 4s + 3), from +0; a
+ * missing second block of the last pair adds 0 * 0. Then v_L = acc0_L +
+ * acc1_L and avx512_hsum_ps's tree: h_i = v_i + v_i+8, s_i = h_i + h_i+4,
+ * (s_0 + s_2) + (s_1 + s_3). Here register lane l is cell l of a 16-cell
+ * block and each "lane L" is a separate chain over whole registers. The
+ * exact int32 group sum comes from one vpdpbusd of the query's 4 codes + 128
+ * (unsigned) with the cells' codes (signed), from -128 times the cells' code
+ * sums (kt's second 64 bytes): the integer dot_legacy gets. */
+
+/* Per query: its codes + 128 as dwords (4 per group) and its block scales. */
+struct kt_q8_query {
+    uint32_t codes[LM_KT_Q8_MAX_D / 4];
+    float d[LM_KT_Q8_MAX_D / 32];
+};
+
+static void kt_q8_prepare(int64_t nbk, const uint8_t *y, struct kt_q8_query *p)
+{
+    for (int64_t kb = 0; kb < nbk; kb++) {
+        const uint8_t *yb = y + kb * 34;
+        lm_fp16 h;
+        memcpy(&h, yb, 2);
+        p->d[kb] = avx512_f16(h);
+        for (int g = 0; g < 8; g++) {
+            uint32_t w;
+            memcpy(&w, yb + 2 + 4 * g, 4);
+            p->codes[kb * 8 + g] = w ^ 0x80808080u; /* each signed code + 128, as an unsigned byte */
+        }
+    }
+}
+
+/* Group g of K block kb for the 16 cells of blk, against query p: (float)isum. */
+static ALWAYS_INLINE __m512 kt_q8_term(const uint8_t *blk, int64_t kb, int g, const struct kt_q8_query *p)
+{
+    const uint8_t *grp = blk + kb * LM_KT_Q8_BLOCK + g * LM_KT_Q8_GROUP;
+    const __m512i isum = _mm512_dpbusd_epi32(_mm512_loadu_si512(grp + 64), _mm512_set1_epi32((int)p->codes[kb * 8 + g]),
+                                             _mm512_loadu_si512(grp));
+    return _mm512_cvtepi32_ps(isum);
+}
+
+/* The cells' scale times the query's for K block kb (dot_legacy's x d * y d). */
+static ALWAYS_INLINE __m512 kt_q8_scale(const uint8_t *blk, int64_t kb, const struct kt_q8_query *p)
+{
+    return _mm512_mul_ps(_mm512_loadu_ps((const float *)(blk + kb * LM_KT_Q8_BLOCK + 8 * LM_KT_Q8_GROUP)),
+                         _mm512_set1_ps(p->d[kb]));
+}
+
+/* v_L (acc0_L + acc1_L) for the 16 cells of blk. */
+static ALWAYS_INLINE __m512 kt_q8_lane(int64_t nbk, const uint8_t *blk, const struct kt_q8_query *p, int L)
+{
+    const int g = L & 7, hi = L >> 3;
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+    int64_t b = 0;
+    for (; b + 4 <= nbk; b += 4) {
+        a0 = _mm512_fmadd_ps(kt_q8_scale(blk, b + hi, p), kt_q8_term(blk, b + hi, g, p), a0);
+        a1 = _mm512_fmadd_ps(kt_q8_scale(blk, b + 2 + hi, p), kt_q8_term(blk, b + 2 + hi, g, p), a1);
+    }
+    for (; b < nbk; b += 2) {
+        if (b + hi < nbk)
+            a0 = _mm512_fmadd_ps(kt_q8_scale(blk, b + hi, p), kt_q8_term(blk, b + hi, g, p), a0);
+        else
+            a0 = _mm512_add_ps(a0, _mm512_setzero_ps()); /* dot_legacy's fma(0, 0, acc) */
+    }
+    return _mm512_add_ps(a0, a1);
+}
+
+/* Contract: kernels.h (lm_vec_dot_kt_fn, the Q8_0 layout); each score has
+ * lm_vec_dot_q8_0_q8_0_avx512's bits. */
+void lm_vec_dot_kt_q8_0_avx512(int64_t d, int64_t nb, int nq, float *const *s, const void *kt, const void *const *y)
+{
+    const int64_t nbk = d / 32;
+    struct kt_q8_query p;
+    for (int q = 0; q < nq; q++) {
+        kt_q8_prepare(nbk, (const uint8_t *)y[q], &p);
+        for (int64_t b = 0; b < nb; b++) {
+            const uint8_t *blk = (const uint8_t *)kt + (size_t)b * (size_t)nbk * LM_KT_Q8_BLOCK;
+            __m512 sq[4];
+            for (int i = 0; i < 4; i++) { /* s_i = h_i + h_i+4, h_i = v_i + v_i+8 */
+                const __m512 h0 = _mm512_add_ps(kt_q8_lane(nbk, blk, &p, i), kt_q8_lane(nbk, blk, &p, i + 8));
+                const __m512 h1 = _mm512_add_ps(kt_q8_lane(nbk, blk, &p, i + 4), kt_q8_lane(nbk, blk, &p, i + 12));
+                sq[i] = _mm512_add_ps(h0, h1);
+            }
+            _mm512_storeu_ps(s[q] + 16 * b, _mm512_add_ps(_mm512_add_ps(sq[0], sq[2]), _mm512_add_ps(sq[1], sq[3])));
+        }
+    }
+}
