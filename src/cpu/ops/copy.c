@@ -169,6 +169,19 @@ static bool transposed_store(const struct lm_tensor *src, const struct lm_tensor
            dst->nb[0] == lm_type_size(dst->type);
 }
 
+/* m encoded elements of es bytes (2 or 4) from buf into column col of m
+ * rows sd bytes apart (constant copy sizes, so the copies inline). */
+static inline void scatter_column(char *col, int64_t sd, const char *buf, int64_t m, int64_t es)
+{
+    if (es == 2) {
+        for (int64_t k = 0; k < m; k++)
+            memcpy(col + k * sd, buf + k * 2, 2);
+    } else {
+        for (int64_t k = 0; k < m; k++)
+            memcpy(col + k * sd, buf + k * 4, 4);
+    }
+}
+
 static void copy_transposed(const struct lm_cpu_params *p, const struct lm_tensor *src, struct lm_tensor *dst,
                             int64_t r0, int64_t r1)
 {
@@ -186,13 +199,7 @@ static void copy_transposed(const struct lm_cpu_params *p, const struct lm_tenso
         char buf[BLOCK * sizeof(float)];
         for (int64_t i = 0; i < n; i++) {
             encode((const float *)(s + i * ss), buf, m);
-            if (es == 2) {
-                for (int64_t k = 0; k < m; k++)
-                    memcpy(d + k * sd + i * 2, buf + k * 2, 2);
-            } else {
-                for (int64_t k = 0; k < m; k++)
-                    memcpy(d + k * sd + i * 4, buf + k * 4, 4);
-            }
+            scatter_column(d + i * es, sd, buf, m, es);
         }
         r += m;
     }
@@ -310,14 +317,7 @@ static void set_cols(const struct lm_cpu_params *p, struct lm_tensor *dst, const
             if (r < 0 || r >= n_dst)
                 continue;
             encode(set_rows_src(a, i, j, m, tmp), buf, m);
-            char *col = d + r * sc;
-            if (es == 2) { /* constant sizes: the copies inline */
-                for (int64_t k = 0; k < m; k++)
-                    memcpy(col + k * sd, buf + k * 2, 2);
-            } else {
-                for (int64_t k = 0; k < m; k++)
-                    memcpy(col + k * sd, buf + k * 4, 4);
-            }
+            scatter_column(d + r * sc, sd, buf, m, es);
         }
     }
 }

@@ -206,7 +206,6 @@ void lm_vec_dot_rows_q8_0_avx512(int64_t n, int64_t nr, float *s, const void *x,
         s[r] = dot_legacy(W_Q8_0, n / LM_QK, (const uint8_t *)x + (size_t)r * bx, y);
 }
 
-
 /* Q8_0 tiles: dot_legacy(W_Q8_0) of one row x against Q queries y[0..Q)
  * (nb blocks each), out[q]: per query the same loads, integer sums, scale
  * products, FMA chains and final tree as dot_legacy, so its bits; x's codes,
@@ -348,26 +347,21 @@ static ALWAYS_INLINE __m512 kt_q8_term(const uint8_t *blk, int64_t kb, int g, co
     return _mm512_cvtepi32_ps(isum);
 }
 
-/* The cells' scale times the query's for K block kb (dot_legacy's x d * y d). */
-static ALWAYS_INLINE __m512 kt_q8_scale(const uint8_t *blk, int64_t kb, const struct kt_q8_query *p)
-{
-    return _mm512_mul_ps(_mm512_loadu_ps((const float *)(blk + kb * LM_KT_Q8_BLOCK + 8 * LM_KT_Q8_GROUP)),
-                         _mm512_set1_ps(p->d[kb]));
-}
-
-/* v_L (acc0_L + acc1_L) for the 16 cells of blk. */
-static ALWAYS_INLINE __m512 kt_q8_lane(int64_t nbk, const uint8_t *blk, const struct kt_q8_query *p, int L)
+/* v_L (acc0_L + acc1_L) for the 16 cells of blk; sc[kb]: the cells' scales
+ * times the query's for K block kb (dot_legacy's x d * y d). */
+static ALWAYS_INLINE __m512 kt_q8_lane(int64_t nbk, const uint8_t *blk, const struct kt_q8_query *p,
+                                       const __m512 *sc, int L)
 {
     const int g = L & 7, hi = L >> 3;
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
     int64_t b = 0;
     for (; b + 4 <= nbk; b += 4) {
-        a0 = _mm512_fmadd_ps(kt_q8_scale(blk, b + hi, p), kt_q8_term(blk, b + hi, g, p), a0);
-        a1 = _mm512_fmadd_ps(kt_q8_scale(blk, b + 2 + hi, p), kt_q8_term(blk, b + 2 + hi, g, p), a1);
+        a0 = _mm512_fmadd_ps(sc[b + hi], kt_q8_term(blk, b + hi, g, p), a0);
+        a1 = _mm512_fmadd_ps(sc[b + 2 + hi], kt_q8_term(blk, b + 2 + hi, g, p), a1);
     }
     for (; b < nbk; b += 2) {
         if (b + hi < nbk)
-            a0 = _mm512_fmadd_ps(kt_q8_scale(blk, b + hi, p), kt_q8_term(blk, b + hi, g, p), a0);
+            a0 = _mm512_fmadd_ps(sc[b + hi], kt_q8_term(blk, b + hi, g, p), a0);
         else
             a0 = _mm512_add_ps(a0, _mm512_setzero_ps()); /* dot_legacy's fma(0, 0, acc) */
     }
@@ -384,10 +378,15 @@ void lm_vec_dot_kt_q8_0_avx512(int64_t d, int64_t nb, int nq, float *const *s, c
         kt_q8_prepare(nbk, (const uint8_t *)y[q], &p);
         for (int64_t b = 0; b < nb; b++) {
             const uint8_t *blk = (const uint8_t *)kt + (size_t)b * (size_t)nbk * LM_KT_Q8_BLOCK;
-            __m512 sq[4];
+            __m512 sc[LM_KT_Q8_MAX_D / 32], sq[4];
+            for (int64_t kb = 0; kb < nbk; kb++) /* once per block, not per lane */
+                sc[kb] = _mm512_mul_ps(_mm512_loadu_ps((const float *)(blk + kb * LM_KT_Q8_BLOCK + 8 * LM_KT_Q8_GROUP)),
+                                       _mm512_set1_ps(p.d[kb]));
             for (int i = 0; i < 4; i++) { /* s_i = h_i + h_i+4, h_i = v_i + v_i+8 */
-                const __m512 h0 = _mm512_add_ps(kt_q8_lane(nbk, blk, &p, i), kt_q8_lane(nbk, blk, &p, i + 8));
-                const __m512 h1 = _mm512_add_ps(kt_q8_lane(nbk, blk, &p, i + 4), kt_q8_lane(nbk, blk, &p, i + 12));
+                const __m512 h0 =
+                    _mm512_add_ps(kt_q8_lane(nbk, blk, &p, sc, i), kt_q8_lane(nbk, blk, &p, sc, i + 8));
+                const __m512 h1 =
+                    _mm512_add_ps(kt_q8_lane(nbk, blk, &p, sc, i + 4), kt_q8_lane(nbk, blk, &p, sc, i + 12));
                 sq[i] = _mm512_add_ps(h0, h1);
             }
             _mm512_storeu_ps(s[q] + 16 * b, _mm512_add_ps(_mm512_add_ps(sq[0], sq[2]), _mm512_add_ps(sq[1], sq[3])));
