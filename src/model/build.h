@@ -45,7 +45,6 @@ struct lm_build {
 
     int32_t n_tokens;               /* tokens of this batch */
     int32_t n_kv;                   /* cache cells attended to (a multiple of 32, <= size) */
-    int32_t kv_head;                /* first cell of this batch (inp_kv_idx's cells: kv_head + i) */
     int32_t n_outputs;              /* rows of logits to produce */
     bool alibi_mask;                /* mask holds -|pos_q - pos_k| (ALiBi archs) */
 

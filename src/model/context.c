@@ -178,6 +178,7 @@ struct batch_info {
     uint64_t *seq;      /* sequence masks */
     int32_t *seq0;      /* first sequence of each token (for the mask) */
     int32_t *out_ids;   /* rows producing outputs */
+    int32_t *cells;     /* the KV cell of each token (lm_kv_find_slot) */
     int32_t n_out;
     bool rows_by_index; /* logits stored as rows by batch index */
 };
@@ -188,6 +189,7 @@ static void batch_info_free(struct batch_info *bi)
     free(bi->seq);
     free(bi->seq0);
     free(bi->out_ids);
+    free(bi->cells);
 }
 
 static int check_batch(struct lm_context *c, const struct lm_batch *b, struct batch_info *bi)
@@ -206,7 +208,8 @@ static int check_batch(struct lm_context *c, const struct lm_batch *b, struct ba
     bi->seq = malloc((size_t)n * sizeof *bi->seq);
     bi->seq0 = malloc((size_t)n * sizeof *bi->seq0);
     bi->out_ids = malloc((size_t)n * sizeof *bi->out_ids);
-    if (!bi->pos || !bi->seq || !bi->seq0 || !bi->out_ids)
+    bi->cells = malloc((size_t)n * sizeof *bi->cells);
+    if (!bi->pos || !bi->seq || !bi->seq0 || !bi->out_ids || !bi->cells)
         return -2;
     for (int32_t i = 0; i < n; i++) {
         if (b->token && (b->token[i] < 0 || (uint32_t)b->token[i] >= m->hp.n_vocab)) {
@@ -284,15 +287,8 @@ static lm_status set_inputs(struct lm_context *c, struct lm_build *bd, const str
         st = lm_tensor_set(bd->inp_pos, bi->pos, 0, (size_t)n * sizeof(int32_t));
     if (!st && bd->inp_out_ids)
         st = lm_tensor_set(bd->inp_out_ids, bi->out_ids, 0, (size_t)bi->n_out * sizeof(int32_t));
-    if (!st && bd->inp_kv_idx) {
-        int32_t *cells = malloc((size_t)n * sizeof *cells);
-        if (!cells)
-            return LM_ERR_NOMEM;
-        for (int32_t i = 0; i < n; i++)
-            cells[i] = bd->kv_head + i;
-        st = lm_tensor_set(bd->inp_kv_idx, cells, 0, (size_t)n * sizeof *cells);
-        free(cells);
-    }
+    if (!st && bd->inp_kv_idx)
+        st = lm_tensor_set(bd->inp_kv_idx, bi->cells, 0, (size_t)n * sizeof *bi->cells);
     if (!st && bd->inp_mask) {
         size_t sz = (size_t)bd->n_kv * (size_t)n;
         float *mask = malloc(sz * sizeof(float));
@@ -432,11 +428,8 @@ lm_status lm_context_apply_k_shift(struct lm_context *c)
 static bool reuse_kept(struct lm_context *c, const struct lm_batch *b, const struct batch_info *bi, int32_t n_kv)
 {
     struct lm_build *bd = &c->kept;
-    if (!(c->kept_valid && bd->n_tokens == b->n_tokens && bd->n_outputs == bi->n_out && bd->n_kv == n_kv &&
-          (bd->inp_embd != NULL) == (b->token == NULL)))
-        return false;
-    bd->kv_head = (int32_t)c->kv.head;
-    return true;
+    return c->kept_valid && bd->n_tokens == b->n_tokens && bd->n_outputs == bi->n_out && bd->n_kv == n_kv &&
+           (bd->inp_embd != NULL) == (b->token == NULL);
 }
 
 /* Build and allocate the graph of batch b into c->kept. */
@@ -447,7 +440,6 @@ static lm_status build_batch(struct lm_context *c, const struct lm_batch *b, con
     build_init(c, bd);
     bd->n_kv = n_kv;
     bd->n_tokens = b->n_tokens;
-    bd->kv_head = (int32_t)c->kv.head;
     bd->n_outputs = bi->n_out;
     if (!b->token) {
         bd->inp_embd = lm_new_tensor_2d(c->gctx, LM_TYPE_F32, c->model->hp.n_embd, b->n_tokens);
@@ -514,24 +506,18 @@ int lm_context_decode(struct lm_context *c, const struct lm_batch *b)
     struct lm_kv_cache *kv = &c->kv;
     if (kv->head > kv->used + 2 * (uint32_t)b->n_tokens)
         kv->head = 0;
-    if (!lm_kv_find_slot(kv, (uint32_t)b->n_tokens, bi.pos, bi.seq)) {
+    uint32_t head = kv->head;
+    if (!lm_kv_find_slot(kv, (uint32_t)b->n_tokens, bi.pos, bi.seq, bi.cells)) {
         batch_info_free(&bi);
         return 1;
     }
-    uint32_t slot = kv->head;
     st = compute_batch(c, b, &bi);
     if (st) {
         LM_LOG_ERR("decode: %s\n", lm_status_str(st));
-        for (int32_t i = 0; i < b->n_tokens; i++) { /* give the slot back */
-            kv->cells[slot + (uint32_t)i] = (struct lm_kv_cell){.pos = -1};
-            kv->used--;
-        }
+        lm_kv_release(kv, bi.cells, (uint32_t)b->n_tokens, head); /* give the cells back */
         batch_info_free(&bi);
         return -2;
     }
-    kv->head = slot + (uint32_t)b->n_tokens;
-    if (kv->head >= kv->size)
-        kv->head = 0;
     int64_t dt = lm_time_us() - t0;
     if (b->n_tokens == 1) {
         c->t_eval_us += dt;

@@ -72,37 +72,64 @@ void lm_kv_clear(struct lm_kv_cache *kv)
     kv->has_shift = false;
 }
 
-bool lm_kv_find_slot(struct lm_kv_cache *kv, uint32_t n, const int32_t *pos, const uint64_t *seq)
+/* The first run of n free cells from head on (wrapping to 0 once), or UINT32_MAX. */
+static uint32_t find_run(const struct lm_kv_cache *kv, uint32_t n)
 {
-    if (n == 0 || n > kv->size)
-        return false;
-    uint32_t tested = 0;
+    uint32_t head = kv->head, tested = 0;
     for (;;) {
-        if (kv->head + n > kv->size) {
-            tested += kv->size - kv->head;
-            kv->head = 0;
+        if (head + n > kv->size) {
+            tested += kv->size - head;
+            head = 0;
             if (tested >= kv->size)
-                return false;
+                return UINT32_MAX;
             continue;
         }
         uint32_t i = 0;
-        while (i < n && kv->cells[kv->head + i].pos < 0)
+        while (i < n && kv->cells[head + i].pos < 0)
             i++;
         if (i == n)
-            break;
-        kv->head += i + 1;
+            return head;
+        head += i + 1;
         tested += i + 1;
         if (tested >= kv->size)
+            return UINT32_MAX;
+    }
+}
+
+bool lm_kv_find_slot(struct lm_kv_cache *kv, uint32_t n, const int32_t *pos, const uint64_t *seq, int32_t *idx)
+{
+    if (n == 0 || n > kv->size - kv->used)
+        return false;
+    uint32_t run = find_run(kv, n);
+    if (run != UINT32_MAX) {
+        for (uint32_t i = 0; i < n; i++)
+            idx[i] = (int32_t)(run + i);
+    } else { /* fragmented: the first n free cells from head on */
+        uint32_t found = 0;
+        for (uint32_t i = 0; i < kv->size && found < n; i++) {
+            uint32_t cell = (kv->head + i) % kv->size;
+            if (kv->cells[cell].pos < 0)
+                idx[found++] = (int32_t)cell;
+        }
+        if (found < n) /* used miscounted: cannot happen while the invariants hold */
             return false;
     }
     for (uint32_t i = 0; i < n; i++) {
-        struct lm_kv_cell *c = &kv->cells[kv->head + i];
+        struct lm_kv_cell *c = &kv->cells[idx[i]];
         c->pos = pos[i];
         c->seq = seq[i];
         c->delta = 0;
     }
     kv->used += n;
+    kv->head = (uint32_t)idx[n - 1] + 1 < kv->size ? (uint32_t)idx[n - 1] + 1 : 0;
     return true;
+}
+
+void lm_kv_release(struct lm_kv_cache *kv, const int32_t *idx, uint32_t n, uint32_t head)
+{
+    for (uint32_t i = 0; i < n; i++)
+        free_cell(kv, (uint32_t)idx[i]);
+    kv->head = head;
 }
 
 uint32_t lm_kv_cell_max(const struct lm_kv_cache *kv)

@@ -51,9 +51,18 @@ lm_status lm_kv_init(struct lm_kv_cache *kv, const struct lm_hparams *hp, enum l
                      uint32_t size, lm_buft buft);
 void lm_kv_free(struct lm_kv_cache *kv);
 
-/* Find n contiguous free cells and give them positions pos[i] and sequence
- * masks seq[i]. Returns false (cache unchanged) when there is no room. */
-bool lm_kv_find_slot(struct lm_kv_cache *kv, uint32_t n, const int32_t *pos, const uint64_t *seq);
+/* Find cells for n tokens: token i gets cell idx[i], with position pos[i]
+ * and sequence mask seq[i]. The cells are the first run of n contiguous free
+ * cells from head on (b1892's search), or, when the free cells are too
+ * fragmented for one, the first n free cells from head on: a batch fits
+ * whenever n cells are free (the graph writes K and V at the cells it is
+ * given, and the mask, not the cell order, says what a token sees). head
+ * moves past the last cell taken. Returns false (cache unchanged) when fewer
+ * than n cells are free. */
+bool lm_kv_find_slot(struct lm_kv_cache *kv, uint32_t n, const int32_t *pos, const uint64_t *seq, int32_t *idx);
+/* Undo lm_kv_find_slot (a batch that failed): free the n cells of idx and
+ * put head back to what it was before the search. */
+void lm_kv_release(struct lm_kv_cache *kv, const int32_t *idx, uint32_t n, uint32_t head);
 /* 1 + the index of the last used cell (0 when empty). */
 uint32_t lm_kv_cell_max(const struct lm_kv_cache *kv);
 

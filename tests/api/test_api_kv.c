@@ -22,7 +22,14 @@
  *      sequence 0, positions divided by 2 with seq_div, then a token decoded
  *      at n/2 in sequence 0. Compared with a fresh context that placed the
  *      same tokens directly at positions i/2 the same way; same bounds as (b).
- *      Without the seq_div the result misses by far more. */
+ *      Without the seq_div the result misses by far more.
+ *  (d) a fragmented cache: 64 cells filled by two interleaved sequences,
+ *      one of them removed, so 32 cells are free and no two adjacent. A
+ *      batch of 8 tokens must still decode (b1892 returned 1 here: no run of
+ *      8 free cells) into the first 8 free cells, with the same logits bit
+ *      for bit as a fresh context that decoded it alone (the attention works
+ *      over a query's visible cells in cell order, whatever lies between);
+ *      a batch larger than the free cells must return 1 and change nothing. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,6 +248,56 @@ static void test_shift_div(void)
     }
 }
 
+static void test_fragmented(void)
+{
+    enum { N = 8 };
+    float *want = malloc((size_t)NV * sizeof *want), *got = malloc((size_t)NV * sizeof *got);
+    llama_pos p8[N];
+    llama_seq_id s8[N];
+    for (int i = 0; i < N; i++)
+        p8[i] = i, s8[i] = 0;
+    struct llama_context *ref = make_ctx(GGML_TYPE_F16);
+    CHECK(decode_at(ref, T, p8, s8, N) == 0);
+    copy_logits(ref, want);
+    llama_free(ref);
+
+    struct llama_context *ctx = make_ctx(GGML_TYPE_F16);
+    llama_token t64[64];
+    llama_pos p64[64];
+    llama_seq_id s64[64];
+    for (int i = 0; i < 64; i++)
+        t64[i] = T[i % 16], p64[i] = i / 2, s64[i] = 1 + i % 2; /* cell i: sequence 1 (even) or 2 (odd) */
+    CHECK(decode_at(ctx, t64, p64, s64, 64) == 0);
+    llama_kv_cache_seq_rm(ctx, 1, -1, -1); /* the even cells are free */
+    int pos[64];
+    unsigned seqs[64];
+    for (int i = 0; i < 64; i++) {
+        pos[i] = i % 2 ? i / 2 : -1;
+        seqs[i] = i % 2 ? 4u : 0u;
+    }
+    expect_cells(ctx, "fragmented", pos, seqs, 64);
+    CHECK(decode_at(ctx, T, p8, s8, N) == 0);
+    for (int i = 0; i < N; i++)
+        pos[2 * i] = i, seqs[2 * i] = 1u;
+    expect_cells(ctx, "batch into scattered cells", pos, seqs, 64);
+    copy_logits(ctx, got);
+    CHECKF(memcmp(want, got, (size_t)NV * sizeof *got) == 0, "scattered cells' logits differ from a fresh context's");
+    /* 24 cells free: a batch of 25 has no room, and nothing changes */
+    llama_token t25[25];
+    llama_pos p25[25];
+    llama_seq_id s25[25];
+    for (int i = 0; i < 25; i++)
+        t25[i] = T[i % 16], p25[i] = N + i, s25[i] = 0;
+    CHECK(decode_at(ctx, t25, p25, s25, 25) == 1);
+    expect_cells(ctx, "no room", pos, seqs, 64);
+    /* 24 fit: every cell is used afterwards */
+    CHECK(decode_at(ctx, t25, p25, s25, 24) == 0);
+    CHECK(llama_get_kv_cache_used_cells(ctx) == 64);
+    llama_free(ctx);
+    free(want);
+    free(got);
+}
+
 int main(void)
 {
     M = api_start("models/stories260K.gguf");
@@ -249,6 +306,7 @@ int main(void)
     NV = llama_n_vocab(M);
     test_cells();
     test_shift_div();
+    test_fragmented();
     llama_free_model(M);
     return lm_test_summary();
 }
