@@ -124,6 +124,12 @@ static inline size_t lm_kt_block_bytes(enum lm_type t, int64_t d)
 typedef void (*lm_gemm_fn)(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                            const int16_t *ysum, int nc);
 #define LM_GEMM_MAX_NC 16
+/* Kernels written once with a constant column count stamp one instance per
+ * count (a switch over nc). LM_FEW_INSTANCES (defined in sanitizer builds by
+ * CMakeLists.txt) makes such a kernel one instance taking nc at run time:
+ * the same operations in the same order, so the same bits, without the
+ * copies that cost the instrumented build most of its compile time
+ * (gemm_kquant_avx512.c: over 15 minutes of clang's ASan+UBSan, 1 without). */
 
 /* One activation column over a range of repacked groups (token generation;
  * optional slot): for g < n_groups (group g at x + g * group_bytes) and

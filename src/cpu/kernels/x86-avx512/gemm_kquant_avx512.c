@@ -423,7 +423,16 @@ LM_GEMV_DEFINE(lm_gemv_q4_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q4)
 LM_GEMV_DEFINE(lm_gemv_q5_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q5)
 LM_GEMV_DEFINE(lm_gemv_q6_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q6)
 
-/* One instance per column count. */
+/* One instance per column count (LM_FEW_INSTANCES: kernels.h). */
+#ifdef LM_FEW_INSTANCES
+#define KQ_GEMM(NAME, T)                                                                                          \
+    void NAME(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by, const int16_t *ysum,    \
+              int nc)                                                                                             \
+    {                                                                                                             \
+        (void)ysum;                                                                                               \
+        kq_gemm(T, k, s, ldc, x, y, by, nc);                                                                      \
+    }
+#else
 #define KQ_GEMM(NAME, T)                                                                                          \
     void NAME(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by, const int16_t *ysum,    \
               int nc)                                                                                             \
@@ -448,6 +457,7 @@ LM_GEMV_DEFINE(lm_gemv_q6_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q6)
         default: kq_gemm(T, k, s, ldc, x, y, by, 1); break;                                                       \
         }                                                                                                         \
     }
+#endif
 
 /* Contract: kernels.h (ysum unused). */
 KQ_GEMM(lm_gemm_q2_Kx8_q8_K_avx512, KT_Q2)
