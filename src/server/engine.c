@@ -11,8 +11,8 @@
  * - A queued or running request holds one reference owned by the engine,
  *   dropped when all its choices are done.
  * Workload: one step per generated token of the busiest slot; a step costs one
- * llama_decode of <= n_batch tokens (more calls only when the cache is too
- * fragmented for one). */
+ * llama_decode of <= n_batch tokens (more calls only when the cache has fewer
+ * free cells than the batch has tokens). */
 #include "server/engine.h"
 
 #include <errno.h>

@@ -349,7 +349,7 @@ static void fail_rows(struct lm_engine *e, int32_t i0, int32_t k, int32_t code)
 }
 
 /* Decode the batch's n rows in views of <= n_batch rows; a view that finds
- * no contiguous room in the KV cache is retried in halves. */
+ * too few free cells in the KV cache is retried in halves. */
 static void decode_views(struct lm_engine *e, int32_t n, int32_t n_prompt_rows)
 {
     int32_t view = e->n_batch;
