@@ -128,7 +128,9 @@ struct lm_backend_i {
     const char *(*get_name)(lm_backend_t be);
     void (*free)(lm_backend_t be);
     lm_buft (*get_default_buffer_type)(lm_backend_t be);
-    /* NULL: the scheduler uses the buffer's synchronous set/get. */
+    /* NULL: the scheduler uses the buffer's synchronous set/get. Otherwise
+     * the scheduler uploads a split's contiguous host inputs with
+     * set_tensor_async; a failed upload must fail the next graph_compute. */
     void (*set_tensor_async)(lm_backend_t be, struct lm_tensor *t, const void *data, size_t offset, size_t size);
     void (*get_tensor_async)(lm_backend_t be, const struct lm_tensor *t, void *data, size_t offset, size_t size);
     /* NULL: nothing is ever pending. */

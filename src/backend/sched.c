@@ -484,9 +484,20 @@ lm_status lm_sched_reserve(struct lm_sched *s, struct lm_graph *g)
 
 /* ---- step 5: compute ---- */
 
-/* Copy src (any strides, any buffer) into the contiguous tensor dst. */
-static lm_status copy_input(const struct lm_tensor *src, struct lm_tensor *dst)
+/* Copy src (any strides, any buffer) into the contiguous tensor dst, an
+ * input copy of backend be. A contiguous source in host memory goes through
+ * be's asynchronous upload when it has one: queued on its stream ahead of the
+ * split's graph (the per-token inputs of a GPU decode, each a synchronous
+ * copy otherwise); compute_range synchronizes be before anything else runs,
+ * so the source is not rewritten while the copy is pending. */
+static lm_status copy_input(lm_backend_t be, const struct lm_tensor *src, struct lm_tensor *dst)
 {
+    if (lm_is_contiguous(src) && be->iface.set_tensor_async && src->buffer && lm_buffer_is_host(src->buffer) &&
+        src->type == dst->type && lm_nbytes(src) == lm_nbytes(dst)) {
+        if (lm_nbytes(src))
+            be->iface.set_tensor_async(be, dst, src->data, 0, lm_nbytes(src));
+        return LM_OK;
+    }
     if (lm_is_contiguous(src))
         return lm_tensor_copy(src, dst);
     size_t span = lm_nbytes(src);
@@ -562,7 +573,7 @@ lm_status lm_sched_graph_compute(struct lm_sched *s, struct lm_graph *g)
     for (int i = 0; i < s->n_splits && !st; i++) {
         struct split *sp = &s->splits[i];
         for (int k = sp->first_copy; k < sp->first_copy + sp->n_copies && !st; k++)
-            st = copy_input(s->copies[k].src, s->copies[k].copy);
+            st = copy_input(s->backends[sp->backend], s->copies[k].src, s->copies[k].copy);
         if (st)
             break;
         st = s->observe ? compute_observed(s, sp) : compute_range(s, sp->backend, sp->first, sp->n);

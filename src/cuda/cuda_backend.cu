@@ -485,9 +485,10 @@ static lm_buft be_default_buft(lm_backend_t be) { return lm_cuda_buft(ctx_of(be)
 static void be_set_async(lm_backend_t be, struct lm_tensor *t, const void *data, size_t offset, size_t size)
 {
     struct lm_cu_ctx *c = ctx_of(be);
-    cudaSetDevice(c->device);
-    failed(cudaMemcpyAsync((char *)t->data + offset, data, size, cudaMemcpyHostToDevice, c->stream),
-           "async upload");
+    if (failed(cudaSetDevice(c->device), "cudaSetDevice") ||
+        failed(cudaMemcpyAsync((char *)t->data + offset, data, size, cudaMemcpyHostToDevice, c->stream),
+               "async upload"))
+        c->upload_failed = true;
 }
 
 static void be_get_async(lm_backend_t be, const struct lm_tensor *t, void *data, size_t offset, size_t size)
@@ -769,6 +770,11 @@ static lm_status be_graph_compute(lm_backend_t be, struct lm_graph *g)
     struct lm_cu_ctx *c = &b->c;
     if (failed(cudaSetDevice(c->device), "cudaSetDevice"))
         return LM_ERR_DEVICE;
+    if (c->upload_failed) { /* an input is missing: computing would give wrong results */
+        c->upload_failed = false;
+        (void)cudaStreamSynchronize(c->stream);
+        return LM_ERR_DEVICE;
+    }
     lm_status st = LM_OK;
     if (!(b->graphs && lm_cu_graph_capturable(g) && graph_run(b, g)))
         st = launch_nodes(b, g, false);

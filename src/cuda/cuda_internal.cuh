@@ -53,6 +53,7 @@ struct lm_cu_ctx {
     void *scratch[LM_CU_N_SCRATCH];
     size_t scratch_size[LM_CU_N_SCRATCH];
     uint64_t scratch_gen; /* counts scratch reallocations: a recorded graph holds the blocks of its generation */
+    bool upload_failed;   /* an async upload failed (logged): the next graph_compute returns LM_ERR_DEVICE */
 };
 
 /* Device memory of at least `bytes` in scratch slot `slot` (0..LM_CU_N_SCRATCH-1),

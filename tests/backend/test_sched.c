@@ -1,7 +1,10 @@
 /* test_sched.c - the scheduler over two backends (cpu and ref): a graph whose
  * weights sit partly in a cpu buffer and partly in a ref buffer computes the
  * same result as the same graph on the cpu backend alone, with the expected
- * splits and input copies; forced assignments and re-allocation also work. */
+ * splits and input copies; forced assignments and re-allocation also work.
+ * A backend with set_tensor_async (ref with a queue standing in for a GPU
+ * stream: uploads run when its next graph starts) gets its host inputs
+ * through it, with the same result. */
 #include <math.h>
 #include <string.h>
 
@@ -96,6 +99,45 @@ static void compute(lm_backend_t *bes, int n_be, const struct weights *w, const 
     lm_ctx_free(ctx);
 }
 
+/* ref with an asynchronous upload: queued, done when the next graph starts
+ * (in stream order) or at synchronize. */
+struct upload {
+    struct lm_tensor *t;
+    const void *data;
+    size_t size;
+};
+static struct upload queued[4];
+static int n_queued, n_async;
+static lm_status (*ref_compute)(lm_backend_t be, struct lm_graph *g);
+
+static void flush_queue(void)
+{
+    for (int i = 0; i < n_queued; i++)
+        CHECK(lm_tensor_set(queued[i].t, queued[i].data, 0, queued[i].size) == LM_OK);
+    n_queued = 0;
+}
+
+static void async_set(lm_backend_t be, struct lm_tensor *t, const void *data, size_t offset, size_t size)
+{
+    (void)be;
+    CHECK(offset == 0 && n_queued < 4);
+    if (offset == 0 && n_queued < 4)
+        queued[n_queued++] = (struct upload){t, data, size};
+    n_async++;
+}
+
+static lm_status async_compute(lm_backend_t be, struct lm_graph *g)
+{
+    flush_queue();
+    return ref_compute(be, g);
+}
+
+static void async_sync(lm_backend_t be)
+{
+    (void)be;
+    flush_queue();
+}
+
 int main(void)
 {
     static float w1[K * M], w2[M * M], b[M], w3[M * K], input[K * T];
@@ -146,6 +188,20 @@ int main(void)
     lm_backend_t ref_first[2] = {ref, cpu};
     compute(ref_first, 2, &split, input, out_split, &ns, &nc);
     CHECKF(ns == 3 && nc == 2, "ref first: %d splits, %d copies", ns, nc);
+
+    /* the same split with ref uploading asynchronously: its one host input
+     * (silu's output) goes through the queue, once per round */
+    struct lm_backend aref = *ref;
+    ref_compute = ref->iface.graph_compute;
+    aref.iface.set_tensor_async = async_set;
+    aref.iface.graph_compute = async_compute;
+    aref.iface.synchronize = async_sync;
+    float out_async[K * T];
+    lm_backend_t both_async[2] = {cpu, &aref};
+    compute(both_async, 2, &split, input, out_async, &ns, &nc);
+    CHECKF(ns == 3 && nc == 2 && n_async == 2, "async uploads: %d splits, %d copies, %d async (want 3, 2, 2)", ns, nc,
+           n_async);
+    CHECK(memcmp(out_async, out_split, sizeof out_split) == 0);
 
     free_weights(&single);
     free_weights(&split);
