@@ -16,8 +16,12 @@
  * (LAMINA_ISA, LAMINA_PREFETCH, LAMINA_HUGEPAGES, LAMINA_NO_REPACK) need two
  * processes instead.
  *
+ * With -p N, each step is a prompt of N tokens instead (the cache cleared,
+ * one llama_decode of N tokens at positions 0..N-1): prompt t/s, -n counts
+ * prompts and -b prompts per block.
+ *
  * Usage: bench_ab -m MODEL [-t threads (2)] [-n tokens (200)] [-c n_ctx (512)]
- *                 [-b block (2)] VAR A B
+ *                 [-b block (2)] [-p prompt tokens (0: one-token steps)] VAR A B
  * A client of llama.h only; weights read into memory (no mmap).
  */
 #include <math.h>
@@ -39,12 +43,12 @@ static double now(void)
 
 struct ab_opts {
     const char *model, *var, *val[2];
-    long n_tok, n_threads, n_ctx, block;
+    long n_tok, n_threads, n_ctx, block, n_prompt;
 };
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: bench_ab -m MODEL [-t threads] [-n tokens] [-c n_ctx] [-b block] VAR A B\n");
+    fprintf(stderr, "usage: bench_ab -m MODEL [-t threads] [-n tokens] [-c n_ctx] [-b block] [-p prompt] VAR A B\n");
     return 2;
 }
 
@@ -65,6 +69,7 @@ static int parse(int argc, char **argv, struct ab_opts *o)
                     : strcmp(a, "-n") == 0 ? &o->n_tok
                     : strcmp(a, "-c") == 0 ? &o->n_ctx
                     : strcmp(a, "-b") == 0 ? &o->block
+                    : strcmp(a, "-p") == 0 ? &o->n_prompt
                                            : NULL;
         if (strcmp(a, "-m") == 0 && i + 1 < argc) {
             o->model = argv[++i];
@@ -88,7 +93,7 @@ static int parse(int argc, char **argv, struct ab_opts *o)
 
 int main(int argc, char **argv)
 {
-    struct ab_opts o = {NULL, NULL, {NULL, NULL}, 200, 2, 512, 2};
+    struct ab_opts o = {NULL, NULL, {NULL, NULL}, 200, 2, 512, 2, 0};
     if (parse(argc, argv, &o))
         return usage();
     llama_backend_init(false);
@@ -100,7 +105,11 @@ int main(int argc, char **argv)
         return 1;
     }
     struct llama_context_params cp = llama_context_default_params();
+    if (o.n_prompt && o.n_ctx < o.n_prompt)
+        o.n_ctx = o.n_prompt;
     cp.n_ctx = (uint32_t)o.n_ctx;
+    if (o.n_prompt)
+        cp.n_batch = (uint32_t)o.n_prompt;
     cp.n_threads = cp.n_threads_batch = (uint32_t)o.n_threads;
     struct llama_context *ctx = llama_new_context_with_model(model, cp);
     if (!ctx) {
@@ -109,6 +118,9 @@ int main(int argc, char **argv)
         return 1;
     }
     const int n_vocab = llama_n_vocab(model);
+    llama_token *prompt = calloc((size_t)(o.n_prompt ? o.n_prompt : 1), sizeof *prompt);
+    for (long i = 0; i < o.n_prompt; i++)
+        prompt[i] = (llama_token)((i * 7 + 13) % n_vocab);
     double total[2] = {0, 0}, blk[2] = {0, 0}, ratio[MAX_PAIRS];
     long count[2] = {0, 0}, n_pairs = 0;
     llama_token tok = 1;
@@ -120,7 +132,17 @@ int main(int argc, char **argv)
         const int v = (int)(b % 2);
         setenv(o.var, o.val[v], 1);
         blk[v] = 0;
-        for (long i = 0; i < o.block; i++) {
+        for (long i = 0; i < o.block && o.n_prompt; i++) {
+            llama_kv_cache_clear(ctx);
+            const double t0 = now();
+            if (llama_decode(ctx, llama_batch_get_one(prompt, (int32_t)o.n_prompt, 0, 0)) != 0) {
+                fprintf(stderr, "bench_ab: prompt decode failed\n");
+                rc = 1;
+                break;
+            }
+            blk[v] += now() - t0;
+        }
+        for (long i = 0; i < o.block && !o.n_prompt; i++) {
             if (pos >= o.n_ctx - 1) { /* start over: every token sees a short context */
                 llama_kv_cache_clear(ctx);
                 pos = 0;
@@ -138,7 +160,7 @@ int main(int argc, char **argv)
         if (b < 2)
             continue;
         total[v] += blk[v];
-        count[v] += o.block;
+        count[v] += o.block * (o.n_prompt ? o.n_prompt : 1);
         if (v == 1 && n_pairs < MAX_PAIRS)
             ratio[n_pairs++] = blk[0] / blk[1]; /* B's speed over A's in the same minute */
     }
@@ -152,6 +174,7 @@ int main(int argc, char **argv)
         printf("%s=%s: %.3f t/s   %s=%s: %.3f t/s   B/A %.4f (per block pair %.4f +- %.4f, %ld pairs)\n", o.var,
                o.val[0], ta, o.var, o.val[1], tb, tb / ta, mean, sqrt(var / (double)n_pairs), n_pairs);
     }
+    free(prompt);
     llama_free(ctx);
     llama_free_model(model);
     llama_backend_free();

@@ -15,8 +15,10 @@
  * weight tile stays in cache while the activations (shared, in L2/L3) stream.
  * Repacked weights take the GEMM path (mm_gemm: gemm_x8 per group and block
  * of columns) or, for many activation rows when the table has one, the panel
- * path (mm_panel: one panel GEMM call per thread and batch; AMX, and the
- * AVX-512 VNNI panel of Q4_0/Q8_0).
+ * path (mm_panel: one panel GEMM call per chunk of groups and batch; AMX,
+ * and the AVX-512 VNNI panel of Q4_0/Q8_0/Q4_K); both hand the groups out
+ * in chunks from a shared counter (mm_next_chunk) rather than in equal
+ * shares.
  *
  * Types without a direct vec_dot (Q8_1/Q8_K as weights) take the
  * dequantizing path: each weight row is decoded to F32 (per-thread scratch)
@@ -26,6 +28,7 @@
  * MUL_MAT_ID groups (slot, token) pairs by expert (thread 0, during phase 1)
  * and runs the same tiles per expert; ids outside [0, n_expert) give zero rows.
  */
+#include <stdatomic.h>
 #include <string.h>
 
 #include "cpu/ops/ops.h"
@@ -52,6 +55,7 @@ struct mm_ctx {
     size_t scratch_size;       /* bytes per thread: [gather][round][decode] */
     size_t round_off, decode_off;
     size_t one_off;            /* GEMM path, one activation row: the thread's own converted row and sums */
+    size_t chunk_off;          /* GEMM and panel paths: the chunk counter (one cache line) */
 };
 
 static void mm_init(struct mm_ctx *c, const struct lm_tensor *a, const struct lm_tensor *b,
@@ -213,8 +217,52 @@ static int16_t *gemm_sums(const struct mm_ctx *c, const struct lm_cpu_params *p,
     return (int16_t *)((char *)p->wdata + lm_cpu_pad(c->b_row * (size_t)lm_nrows(b)));
 }
 
-/* Phase 2 of the GEMM path: this thread's share of the 8-row groups, for
- * every batch and every column. */
+/* ---- the dynamic split of the 8-row groups (GEMM and panel paths) ----
+ *
+ * Phase 2 hands out the weight groups in chunks, an even number of groups
+ * each (the panel kernels' 16-row tiles), about MM_CHUNKS_PER_THREAD per
+ * thread, from a counter in wdata that thread 0 zeroes before the phase
+ * barrier: a thread slowed by another process or a slower core takes fewer
+ * chunks instead of holding the others at the node's barrier (a static
+ * split of equal shares waits for the slowest). A chunk's weights also stay
+ * in L2 while every activation column passes over them. Every output is the
+ * same kernel's, whatever chunk and thread it falls to (the kernels' bits do
+ * not depend on the row range: tests/cpu/test_gemm.c), so the split changes
+ * no result. */
+#define MM_CHUNKS_PER_THREAD 8
+
+static atomic_int *mm_counter(const struct mm_ctx *c, const struct lm_cpu_params *p)
+{
+    return (atomic_int *)(void *)((char *)p->wdata + c->chunk_off);
+}
+
+/* Before phase 2's barrier (thread 0). */
+static void mm_chunks_reset(const struct mm_ctx *c, const struct lm_cpu_params *p)
+{
+    if (p->ith == 0)
+        atomic_store_explicit(mm_counter(c, p), 0, memory_order_relaxed);
+}
+
+static int64_t mm_chunk_groups(int64_t n_groups, int nth)
+{
+    int64_t g = (n_groups + (int64_t)nth * MM_CHUNKS_PER_THREAD - 1) / ((int64_t)nth * MM_CHUNKS_PER_THREAD);
+    return g < 2 ? 2 : (g + 1) / 2 * 2;
+}
+
+/* The next chunk [*g0, *g1) of n_groups groups, chunk groups each; false when none is left. */
+static bool mm_next_chunk(const struct mm_ctx *c, const struct lm_cpu_params *p, int64_t n_groups, int64_t chunk,
+                          int64_t *g0, int64_t *g1)
+{
+    const int64_t i = atomic_fetch_add_explicit(mm_counter(c, p), 1, memory_order_relaxed);
+    *g0 = i * chunk;
+    if (*g0 >= n_groups)
+        return false;
+    *g1 = *g0 + chunk < n_groups ? *g0 + chunk : n_groups;
+    return true;
+}
+
+/* Phase 2 of the GEMM path: chunks of the 8-row groups, for every batch and
+ * every column. */
 static void mm_gemm(const struct mm_ctx *c, const struct lm_cpu_params *p, struct lm_tensor *dst)
 {
     const struct lm_tensor *a = dst->src[0], *b = dst->src[1];
@@ -222,21 +270,23 @@ static void mm_gemm(const struct mm_ctx *c, const struct lm_cpu_params *p, struc
     const int64_t K = c->K, nb = K / LM_QK, N = b->ne[1], n_groups = a->ne[1] / LM_REPACK_ROWS;
     const size_t group_bytes = lm_row_size(a->type, K) * LM_REPACK_ROWS;
     const int16_t *sums = gemm_sums(c, p, b);
+    const int64_t chunk = mm_chunk_groups(n_groups, p->nth);
     int64_t g0, g1;
-    lm_cpu_split(n_groups, p->ith, p->nth, &g0, &g1);
-    for (int64_t i3 = 0; i3 < b->ne[3]; i3++) {
-        for (int64_t i2 = 0; i2 < b->ne[2]; i2++) {
-            const int64_t row0 = (i3 * b->ne[2] + i2) * N;
-            for (int64_t n0 = 0; n0 < N; n0 += GEMM_COL_BLOCK) {
-                const int64_t n1 = n0 + GEMM_COL_BLOCK < N ? n0 + GEMM_COL_BLOCK : N;
-                for (int64_t g = g0; g < g1; g++) {
-                    const char *wx = (const char *)a->data + (size_t)g * group_bytes;
-                    for (int64_t j = n0; j < n1; j += LM_GEMM_MAX_NC) {
-                        const int nc = (int)(n1 - j < LM_GEMM_MAX_NC ? n1 - j : LM_GEMM_MAX_NC);
-                        float *out = lm_cpu_elem(dst, g * LM_REPACK_ROWS, j, i2, i3);
-                        const char *y = (const char *)p->wdata + (size_t)(row0 + j) * c->b_row;
-                        tk->gemm_x8(K, out, dst->nb[1] / sizeof(float), wx, y, c->b_row,
-                                    sums + (size_t)(row0 + j) * (size_t)nb, nc);
+    while (mm_next_chunk(c, p, n_groups, chunk, &g0, &g1)) {
+        for (int64_t i3 = 0; i3 < b->ne[3]; i3++) {
+            for (int64_t i2 = 0; i2 < b->ne[2]; i2++) {
+                const int64_t row0 = (i3 * b->ne[2] + i2) * N;
+                for (int64_t n0 = 0; n0 < N; n0 += GEMM_COL_BLOCK) {
+                    const int64_t n1 = n0 + GEMM_COL_BLOCK < N ? n0 + GEMM_COL_BLOCK : N;
+                    for (int64_t g = g0; g < g1; g++) {
+                        const char *wx = (const char *)a->data + (size_t)g * group_bytes;
+                        for (int64_t j = n0; j < n1; j += LM_GEMM_MAX_NC) {
+                            const int nc = (int)(n1 - j < LM_GEMM_MAX_NC ? n1 - j : LM_GEMM_MAX_NC);
+                            float *out = lm_cpu_elem(dst, g * LM_REPACK_ROWS, j, i2, i3);
+                            const char *y = (const char *)p->wdata + (size_t)(row0 + j) * c->b_row;
+                            tk->gemm_x8(K, out, dst->nb[1] / sizeof(float), wx, y, c->b_row,
+                                        sums + (size_t)(row0 + j) * (size_t)nb, nc);
+                        }
                     }
                 }
             }
@@ -303,11 +353,11 @@ static void mm_gemm_one(const struct mm_ctx *c, const struct lm_cpu_params *p, s
 
 /* ---- MUL_MAT over repacked weights, panel GEMM (many activation rows) ----
  *
- * When the kernel table has a panel GEMM for the weight type (AMX; Q4_0/Q8_0 at AVX-512)
+ * When the kernel table has a panel GEMM for the weight type (AMX; Q4_0/Q8_0/Q4_K at AVX-512)
  * and there are at least panel_min_n activation rows, phase 1 encodes b with
- * panel_from_float and phase 2 gives each thread a contiguous range of 8-row
- * groups (as mm_gemm) and calls the panel kernel once per batch over all
- * activation rows, with its per-thread scratch after the gather row. */
+ * panel_from_float and phase 2 hands out chunks of 8-row groups (as mm_gemm)
+ * and calls the panel kernel once per chunk and batch over all activation
+ * rows, with its per-thread scratch after the gather row. */
 
 static bool use_panel(const struct lm_tensor *a, const struct lm_tensor *b, const struct lm_cpu_kernels *kern)
 {
@@ -331,12 +381,13 @@ static void panel_init(struct mm_ctx *c, const struct lm_tensor *a, const struct
      * (AMX tiles), and rows 4 KiB apart would all fall into one L1 set
      * (bench_gemm K=2048, N=512: BF16 331 -> 466, F16 127 -> 178 GMAC/s) */
     c->b_row = tk->panel_row_size(c->K) + LM_CPU_CACHE_LINE; /* c->vt unused: the kernel's own layout */
-    c->scratch_off = lm_cpu_pad(c->b_row * (size_t)lm_nrows(b));
+    c->chunk_off = lm_cpu_pad(c->b_row * (size_t)lm_nrows(b));
+    c->scratch_off = c->chunk_off + LM_CPU_CACHE_LINE;
     c->decode_off = c->round_off; /* the panel scratch follows the gather row */
     c->scratch_size = c->decode_off + lm_cpu_pad(tk->panel_scratch(c->K));
 }
 
-/* Phase 2 of the panel path: this thread's groups, every batch, all columns. */
+/* Phase 2 of the panel path: chunks of groups, every batch, all columns. */
 static void mm_panel(const struct mm_ctx *c, const struct lm_cpu_params *p, struct lm_tensor *dst)
 {
     const struct lm_tensor *a = dst->src[0], *b = dst->src[1];
@@ -344,17 +395,17 @@ static void mm_panel(const struct mm_ctx *c, const struct lm_cpu_params *p, stru
     const int64_t N = b->ne[1], n_groups = a->ne[1] / LM_REPACK_ROWS;
     const size_t group_bytes = lm_row_size(a->type, c->K) * LM_REPACK_ROWS;
     void *scratch = mm_scratch(c, p) + c->decode_off;
+    const int64_t chunk = mm_chunk_groups(n_groups, p->nth);
     int64_t g0, g1;
-    lm_cpu_split(n_groups, p->ith, p->nth, &g0, &g1);
-    if (g0 == g1)
-        return;
-    for (int64_t i3 = 0; i3 < b->ne[3]; i3++) {
-        for (int64_t i2 = 0; i2 < b->ne[2]; i2++) {
-            const int64_t row0 = (i3 * b->ne[2] + i2) * N;
-            const char *y = (const char *)p->wdata + (size_t)row0 * c->b_row;
-            tk->gemm_panel(c->K, g1 - g0, group_bytes, lm_cpu_elem(dst, g0 * LM_REPACK_ROWS, 0, i2, i3),
-                           dst->nb[1] / sizeof(float), (const char *)a->data + (size_t)g0 * group_bytes, y,
-                           c->b_row, N, scratch);
+    while (mm_next_chunk(c, p, n_groups, chunk, &g0, &g1)) {
+        for (int64_t i3 = 0; i3 < b->ne[3]; i3++) {
+            for (int64_t i2 = 0; i2 < b->ne[2]; i2++) {
+                const int64_t row0 = (i3 * b->ne[2] + i2) * N;
+                const char *y = (const char *)p->wdata + (size_t)row0 * c->b_row;
+                tk->gemm_panel(c->K, g1 - g0, group_bytes, lm_cpu_elem(dst, g0 * LM_REPACK_ROWS, 0, i2, i3),
+                               dst->nb[1] / sizeof(float), (const char *)a->data + (size_t)g0 * group_bytes, y,
+                               c->b_row, N, scratch);
+            }
         }
     }
 }
@@ -369,7 +420,7 @@ size_t lm_cpu_work_mul_mat(const struct lm_tensor *dst, int nth, const struct lm
     size_t total = mm_total(&c, nth);
     if (use_gemm(dst->src[0], kern)) {
         gemm_init(&c, dst->src[0], dst->src[1], kern);
-        size_t g = gemm_work(&c, dst->src[1]) + (size_t)nth * lm_cpu_pad(c.scratch_size);
+        size_t g = gemm_work(&c, dst->src[1]) + LM_CPU_CACHE_LINE + (size_t)nth * lm_cpu_pad(c.scratch_size);
         total = g > total ? g : total;
     }
     if (use_panel(dst->src[0], dst->src[1], kern)) {
@@ -406,18 +457,21 @@ void lm_cpu_op_mul_mat(const struct lm_cpu_params *p, struct lm_tensor *dst)
     if (use_panel(a, b, p->kern)) {
         panel_init(&c, a, b, p->kern);
         mm_convert(&c, p);
+        mm_chunks_reset(&c, p);
         lm_cpu_sync(p);
         mm_panel(&c, p, dst);
         return;
     }
     if (use_gemm(a, p->kern)) {
         gemm_init(&c, a, b, p->kern);
-        c.scratch_off = gemm_work(&c, b); /* per-thread gather rows after the sums */
+        c.chunk_off = gemm_work(&c, b); /* the chunk counter, then per-thread gather rows */
+        c.scratch_off = c.chunk_off + LM_CPU_CACHE_LINE;
         if (lm_nrows(b) == 1) {
             mm_gemm_one(&c, p, dst);
             return;
         }
         mm_gemm_convert(&c, p, a);
+        mm_chunks_reset(&c, p);
         lm_cpu_sync(p);
         mm_gemm(&c, p, dst);
         return;
