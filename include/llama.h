@@ -33,7 +33,10 @@
 #define DEPRECATED(func, hint) func
 #endif
 
-#define LLAMA_MAX_DEVICES 1
+/* b1892: 16 (GGML_CUDA_MAX_DEVICES) when built with CUDA, else 1. This one
+ * header serves lamina's CPU and CUDA builds alike, so it is 16: the length
+ * of a tensor_split array; GPUs beyond what the scheduler takes are unused. */
+#define LLAMA_MAX_DEVICES 16
 
 #define LLAMA_DEFAULT_SEED 0xFFFFFFFF
 
