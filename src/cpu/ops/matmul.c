@@ -9,10 +9,12 @@
  * permuted view) is gathered row by row first.
  *
  * Phase 2 work is a list of tiles of MB weight rows x NB activation rows,
- * ordered activation-block fastest, then weight-block, then batch (dims 2, 3),
- * and split into equal contiguous ranges per thread: for one token (GEMV) each
- * thread streams its own contiguous slice of the weights once; for batches a
- * weight tile stays in cache while the activations (shared, in L2/L3) stream.
+ * ordered activation-block fastest, then weight-block, then batch (dims 2, 3).
+ * For one token (GEMV) it is split into equal contiguous ranges per thread,
+ * so each thread streams its own contiguous slice of the weights once; for
+ * batches after phase 1's barrier the threads take tiles in turn from a
+ * shared counter (mm_next_chunk), and a weight tile stays in cache while the
+ * activations (shared, in L2/L3) stream.
  * Repacked weights take the GEMM path (mm_gemm: gemm_x8 per group and block
  * of columns) or, for many activation rows when the table has one, the panel
  * path (mm_panel: one panel GEMM call per chunk of groups and batch; AMX,
@@ -90,7 +92,8 @@ static void mm_init(struct mm_ctx *c, const struct lm_tensor *a, const struct lm
     c->b_row = lm_row_size(c->vt, c->K);
     size_t conv = c->convert ? lm_cpu_pad(c->b_row * (size_t)lm_nrows(b)) : 0;
     c->extra_off = conv;
-    c->scratch_off = conv + lm_cpu_pad(extra_bytes);
+    c->chunk_off = conv + lm_cpu_pad(extra_bytes);
+    c->scratch_off = c->chunk_off + LM_CPU_CACHE_LINE;
     c->round_off = lm_cpu_pad(b_unit ? 0 : row_f32);
     c->decode_off = c->round_off + lm_cpu_pad(round);
     c->scratch_size = c->decode_off + lm_cpu_pad(decode);
@@ -249,7 +252,7 @@ static int64_t mm_chunk_groups(int64_t n_groups, int nth)
     return g < 2 ? 2 : (g + 1) / 2 * 2;
 }
 
-/* The next chunk [*g0, *g1) of n_groups groups, chunk groups each; false when none is left. */
+/* The next chunk [*g0, *g1) of n_groups groups (or tiles), chunk each; false when none is left. */
 static bool mm_next_chunk(const struct mm_ctx *c, const struct lm_cpu_params *p, int64_t n_groups, int64_t chunk,
                           int64_t *g0, int64_t *g1)
 {
@@ -479,19 +482,32 @@ void lm_cpu_op_mul_mat(const struct lm_cpu_params *p, struct lm_tensor *dst)
     mm_init(&c, a, b, p->kern, 0);
     if (c.convert) {
         mm_convert(&c, p);
+        mm_chunks_reset(&c, p);
         lm_cpu_sync(p);
     }
     const int64_t M = a->ne[1], N = b->ne[1], B2 = b->ne[2], B3 = b->ne[3];
     const int64_t nnb = (N + MM_NB - 1) / MM_NB;
     const int64_t mb = mm_block_m(M, nnb * B2 * B3, p->nth);
     const int64_t nmb = (M + mb - 1) / mb;
-    int64_t t0, t1;
-    lm_cpu_split(nnb * nmb * B2 * B3, p->ith, p->nth, &t0, &t1);
-    for (int64_t t = t0; t < t1; t++) {
-        const int64_t jb = t % nnb, ib = t / nnb % nmb, batch = t / (nnb * nmb);
-        const int64_t m0 = ib * mb, m1 = m0 + mb < M ? m0 + mb : M;
-        const int64_t n0 = jb * MM_NB, n1 = n0 + MM_NB < N ? n0 + MM_NB : N;
-        mm_tile(&c, p, dst, m0, m1, n0, n1, batch % B2, batch / B2);
+    const int64_t n_tiles = nnb * nmb * B2 * B3;
+    /* batches after a phase barrier: tiles in turn from the counter (as the
+     * GEMM path's groups); one token keeps its static shares (each thread
+     * streams one contiguous slice of the weights) */
+    const bool dynamic = c.convert && N > 1;
+    int64_t t0 = 0, t1 = 0;
+    if (!dynamic)
+        lm_cpu_split(n_tiles, p->ith, p->nth, &t0, &t1);
+    for (;;) {
+        if (dynamic && !mm_next_chunk(&c, p, n_tiles, 1, &t0, &t1))
+            break;
+        for (int64_t t = t0; t < t1; t++) {
+            const int64_t jb = t % nnb, ib = t / nnb % nmb, batch = t / (nnb * nmb);
+            const int64_t m0 = ib * mb, m1 = m0 + mb < M ? m0 + mb : M;
+            const int64_t n0 = jb * MM_NB, n1 = n0 + MM_NB < N ? n0 + MM_NB : N;
+            mm_tile(&c, p, dst, m0, m1, n0, n1, batch % B2, batch / B2);
+        }
+        if (!dynamic)
+            break;
     }
 }
 
