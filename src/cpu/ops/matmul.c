@@ -57,7 +57,7 @@ struct mm_ctx {
     size_t scratch_size;       /* bytes per thread: [gather][round][decode] */
     size_t round_off, decode_off;
     size_t one_off;            /* GEMM path, one activation row: the thread's own converted row and sums */
-    size_t chunk_off;          /* GEMM and panel paths: the chunk counter (one cache line) */
+    size_t chunk_off;          /* phase 2's chunk counter (one cache line; batches only) */
 };
 
 static void mm_init(struct mm_ctx *c, const struct lm_tensor *a, const struct lm_tensor *b,
