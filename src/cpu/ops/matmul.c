@@ -188,6 +188,13 @@ static bool use_gemm(const struct lm_tensor *a, const struct lm_cpu_kernels *ker
     return lm_tensor_is_repacked(a) && kern->type[a->type].gemm_x8 != NULL;
 }
 
+/* Scratch of the GEMM path: converted activation rows, then their block sums. */
+static size_t gemm_work(const struct mm_ctx *c, const struct lm_tensor *b)
+{
+    return lm_cpu_pad(c->b_row * (size_t)lm_nrows(b)) +
+           lm_cpu_pad((size_t)lm_nrows(b) * (size_t)(c->K / LM_QK) * sizeof(int16_t)) + 64;
+}
+
 /* The GEMM path's activation rows: the kernel's own type and encoder. */
 static void gemm_init(struct mm_ctx *c, const struct lm_tensor *a, const struct lm_tensor *b,
                       const struct lm_cpu_kernels *kern)
@@ -202,17 +209,12 @@ static void gemm_init(struct mm_ctx *c, const struct lm_tensor *a, const struct 
     c->round_back = NULL;
     c->convert = true;
     c->b_row = lm_row_size(c->vt, c->K);
+    c->chunk_off = gemm_work(c, b); /* the chunk counter, then per-thread gather rows */
+    c->scratch_off = c->chunk_off + LM_CPU_CACHE_LINE;
     if (lm_nrows(b) == 1) { /* token generation: mm_gemm_one */
         c->one_off = c->scratch_size;
         c->scratch_size = c->one_off + lm_cpu_pad(c->b_row) + lm_cpu_pad((size_t)(c->K / LM_QK) * sizeof(int16_t));
     }
-}
-
-/* Scratch of the GEMM path: converted activation rows, then their block sums. */
-static size_t gemm_work(const struct mm_ctx *c, const struct lm_tensor *b)
-{
-    return lm_cpu_pad(c->b_row * (size_t)lm_nrows(b)) +
-           lm_cpu_pad((size_t)lm_nrows(b) * (size_t)(c->K / LM_QK) * sizeof(int16_t)) + 64;
 }
 
 static int16_t *gemm_sums(const struct mm_ctx *c, const struct lm_cpu_params *p, const struct lm_tensor *b)
@@ -423,12 +425,12 @@ size_t lm_cpu_work_mul_mat(const struct lm_tensor *dst, int nth, const struct lm
     size_t total = mm_total(&c, nth);
     if (use_gemm(dst->src[0], kern)) {
         gemm_init(&c, dst->src[0], dst->src[1], kern);
-        size_t g = gemm_work(&c, dst->src[1]) + LM_CPU_CACHE_LINE + (size_t)nth * lm_cpu_pad(c.scratch_size);
+        size_t g = mm_total(&c, nth);
         total = g > total ? g : total;
     }
     if (use_panel(dst->src[0], dst->src[1], kern)) {
         panel_init(&c, dst->src[0], dst->src[1], kern);
-        size_t g = c.scratch_off + (size_t)nth * lm_cpu_pad(c.scratch_size);
+        size_t g = mm_total(&c, nth);
         total = g > total ? g : total;
     }
     return total;
@@ -452,6 +454,36 @@ static void mm_tile(const struct mm_ctx *c, const struct lm_cpu_params *p, struc
     }
 }
 
+/* The tile grid of the path over weights that are not repacked: nmb blocks
+ * of mb weight rows x nnb blocks of MM_NB activation rows, per batch. */
+struct mm_tiling {
+    int64_t mb, nmb, nnb, n_tiles;
+};
+
+static struct mm_tiling mm_tiling(const struct lm_tensor *a, const struct lm_tensor *b, int nth)
+{
+    struct mm_tiling tl;
+    const int64_t M = a->ne[1], batches = b->ne[2] * b->ne[3];
+    tl.nnb = (b->ne[1] + MM_NB - 1) / MM_NB;
+    tl.mb = mm_block_m(M, tl.nnb * batches, nth);
+    tl.nmb = (M + tl.mb - 1) / tl.mb;
+    tl.n_tiles = tl.nnb * tl.nmb * batches;
+    return tl;
+}
+
+/* Tiles [t0, t1) of the grid (activation blocks fastest, then weight blocks, then batches). */
+static void mm_tiles(const struct mm_ctx *c, const struct lm_cpu_params *p, struct lm_tensor *dst,
+                     const struct mm_tiling *tl, int64_t t0, int64_t t1)
+{
+    const int64_t M = dst->src[0]->ne[1], N = dst->src[1]->ne[1], B2 = dst->src[1]->ne[2];
+    for (int64_t t = t0; t < t1; t++) {
+        const int64_t jb = t % tl->nnb, ib = t / tl->nnb % tl->nmb, batch = t / (tl->nnb * tl->nmb);
+        const int64_t m0 = ib * tl->mb, m1 = m0 + tl->mb < M ? m0 + tl->mb : M;
+        const int64_t n0 = jb * MM_NB, n1 = n0 + MM_NB < N ? n0 + MM_NB : N;
+        mm_tile(c, p, dst, m0, m1, n0, n1, batch % B2, batch / B2);
+    }
+}
+
 /* MUL_MAT: phase 1 (convert b), barrier, phase 2 (this thread's tiles). */
 void lm_cpu_op_mul_mat(const struct lm_cpu_params *p, struct lm_tensor *dst)
 {
@@ -467,8 +499,6 @@ void lm_cpu_op_mul_mat(const struct lm_cpu_params *p, struct lm_tensor *dst)
     }
     if (use_gemm(a, p->kern)) {
         gemm_init(&c, a, b, p->kern);
-        c.chunk_off = gemm_work(&c, b); /* the chunk counter, then per-thread gather rows */
-        c.scratch_off = c.chunk_off + LM_CPU_CACHE_LINE;
         if (lm_nrows(b) == 1) {
             mm_gemm_one(&c, p, dst);
             return;
@@ -485,29 +515,18 @@ void lm_cpu_op_mul_mat(const struct lm_cpu_params *p, struct lm_tensor *dst)
         mm_chunks_reset(&c, p);
         lm_cpu_sync(p);
     }
-    const int64_t M = a->ne[1], N = b->ne[1], B2 = b->ne[2], B3 = b->ne[3];
-    const int64_t nnb = (N + MM_NB - 1) / MM_NB;
-    const int64_t mb = mm_block_m(M, nnb * B2 * B3, p->nth);
-    const int64_t nmb = (M + mb - 1) / mb;
-    const int64_t n_tiles = nnb * nmb * B2 * B3;
+    const int64_t N = b->ne[1];
+    const struct mm_tiling tl = mm_tiling(a, b, p->nth);
     /* batches after a phase barrier: tiles in turn from the counter (as the
      * GEMM path's groups); one token keeps its static shares (each thread
      * streams one contiguous slice of the weights) */
-    const bool dynamic = c.convert && N > 1;
-    int64_t t0 = 0, t1 = 0;
-    if (!dynamic)
-        lm_cpu_split(n_tiles, p->ith, p->nth, &t0, &t1);
-    for (;;) {
-        if (dynamic && !mm_next_chunk(&c, p, n_tiles, 1, &t0, &t1))
-            break;
-        for (int64_t t = t0; t < t1; t++) {
-            const int64_t jb = t % nnb, ib = t / nnb % nmb, batch = t / (nnb * nmb);
-            const int64_t m0 = ib * mb, m1 = m0 + mb < M ? m0 + mb : M;
-            const int64_t n0 = jb * MM_NB, n1 = n0 + MM_NB < N ? n0 + MM_NB : N;
-            mm_tile(&c, p, dst, m0, m1, n0, n1, batch % B2, batch / B2);
-        }
-        if (!dynamic)
-            break;
+    int64_t t0, t1;
+    if (c.convert && N > 1) {
+        while (mm_next_chunk(&c, p, tl.n_tiles, 1, &t0, &t1))
+            mm_tiles(&c, p, dst, &tl, t0, t1);
+    } else {
+        lm_cpu_split(tl.n_tiles, p->ith, p->nth, &t0, &t1);
+        mm_tiles(&c, p, dst, &tl, t0, t1);
     }
 }
 
