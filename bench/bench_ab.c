@@ -46,6 +46,34 @@ struct ab_opts {
     long n_tok, n_threads, n_ctx, block, n_prompt;
 };
 
+/* One timed step of a prompt block: the whole prompt into an empty cache. */
+static int decode_prompt(struct llama_context *ctx, llama_token *prompt, long n_prompt)
+{
+    llama_kv_cache_clear(ctx);
+    if (llama_decode(ctx, llama_batch_get_one(prompt, (int32_t)n_prompt, 0, 0)) != 0) {
+        fprintf(stderr, "bench_ab: prompt decode failed\n");
+        return 1;
+    }
+    return 0;
+}
+
+/* One timed step of a token block: the next token at *pos (the cache starts
+ * over when full, so every token sees a short context). */
+static int decode_token(struct llama_context *ctx, llama_token *tok, llama_pos *pos, long n_ctx, int n_vocab)
+{
+    if (*pos >= n_ctx - 1) {
+        llama_kv_cache_clear(ctx);
+        *pos = 0;
+    }
+    if (llama_decode(ctx, llama_batch_get_one(tok, 1, *pos, 0)) != 0) {
+        fprintf(stderr, "bench_ab: decode failed at position %d\n", (int)*pos);
+        return 1;
+    }
+    (*pos)++;
+    *tok = (llama_token)((*tok * 7 + 13) % n_vocab); /* tokens do not change the work */
+    return 0;
+}
+
 static int usage(void)
 {
     fprintf(stderr, "usage: bench_ab -m MODEL [-t threads] [-n tokens] [-c n_ctx] [-b block] [-p prompt] VAR A B\n");
@@ -132,30 +160,10 @@ int main(int argc, char **argv)
         const int v = (int)(b % 2);
         setenv(o.var, o.val[v], 1);
         blk[v] = 0;
-        for (long i = 0; i < o.block && o.n_prompt; i++) {
-            llama_kv_cache_clear(ctx);
+        for (long i = 0; i < o.block && rc == 0; i++) {
             const double t0 = now();
-            if (llama_decode(ctx, llama_batch_get_one(prompt, (int32_t)o.n_prompt, 0, 0)) != 0) {
-                fprintf(stderr, "bench_ab: prompt decode failed\n");
-                rc = 1;
-                break;
-            }
+            rc = o.n_prompt ? decode_prompt(ctx, prompt, o.n_prompt) : decode_token(ctx, &tok, &pos, o.n_ctx, n_vocab);
             blk[v] += now() - t0;
-        }
-        for (long i = 0; i < o.block && !o.n_prompt; i++) {
-            if (pos >= o.n_ctx - 1) { /* start over: every token sees a short context */
-                llama_kv_cache_clear(ctx);
-                pos = 0;
-            }
-            const double t0 = now();
-            if (llama_decode(ctx, llama_batch_get_one(&tok, 1, pos, 0)) != 0) {
-                fprintf(stderr, "bench_ab: decode failed at position %d\n", (int)pos);
-                rc = 1;
-                break;
-            }
-            blk[v] += now() - t0;
-            pos++;
-            tok = (llama_token)((tok * 7 + 13) % n_vocab); /* tokens do not change the work */
         }
         if (b < 2)
             continue;
