@@ -19,6 +19,7 @@
  * directly instead, with the same results. LAMINA_CUDA_GRAPHS=0 in the
  * environment when a backend is created turns this off for that backend.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,8 +185,15 @@ static lm_status dbuft_alloc(lm_buft buft, size_t size, struct lm_buffer **out)
     if (!b)
         return LM_ERR_NOMEM;
     b->device = device;
+    if (size > SIZE_MAX - LM_CU_PAD) {
+        free(b);
+        return LM_ERR_NOMEM;
+    }
     if (size) {
-        cudaSetDevice(device);
+        if (failed(cudaSetDevice(device), "cudaSetDevice")) {
+            free(b);
+            return LM_ERR_DEVICE;
+        }
         /* LM_CU_PAD spare bytes: kernels load whole aligned 16-byte chunks,
          * which may reach past a tensor at the buffer's end */
         cudaError_t e = cudaMalloc(&b->base, size + LM_CU_PAD);
@@ -312,9 +320,10 @@ void *lm_cu_scratch(struct lm_cu_ctx *c, int slot, size_t bytes)
     want = (want + LM_CU_ALIGN - 1) & ~(size_t)(LM_CU_ALIGN - 1);
     if (c->scratch[slot]) {
         failed(cudaStreamSynchronize(c->stream), "scratch: synchronize");
-        cudaFree(c->scratch[slot]);
+        failed(cudaFree(c->scratch[slot]), "scratch: cudaFree");
         c->scratch[slot] = NULL;
         c->scratch_size[slot] = 0;
+        c->scratch_gen++; /* kept graphs point at the freed block, even if the cudaMalloc below fails */
     }
     if (failed(cudaMalloc(&c->scratch[slot], want ? want : LM_CU_ALIGN), "scratch: cudaMalloc")) {
         (void)cudaGetLastError();

@@ -33,13 +33,16 @@ static inline int gemm_kind(enum lm_type t)
     return t == LM_TYPE_F32 ? ACT_F32 : t == LM_TYPE_BF16 ? ACT_BF16 : ACT_F16;
 }
 
-/* out[i] = v as an activation of kind KIND. */
+/* out[i] = v as an activation of kind KIND. F16 saturates finite values
+ * past its range (activations of quantized weights, which the CPU keeps in
+ * Q8 blocks with their own scale, can pass 65504 where an F16 infinity would
+ * turn the whole output row into inf/NaN); inf and NaN pass through. */
 template <int KIND> static __device__ __forceinline__ void store_act(void *out, int64_t i, float v)
 {
     if constexpr (KIND == ACT_F32)
         ((float *)out)[i] = v;
     else if constexpr (KIND == ACT_F16)
-        ((__half *)out)[i] = __float2half_rn(v);
+        ((__half *)out)[i] = __float2half_rn(fabsf(v) > 65504.0f && isfinite(v) ? copysignf(65504.0f, v) : v);
     else
         ((uint16_t *)out)[i] = lm_fp32_to_bf16(v);
 }
