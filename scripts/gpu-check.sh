@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/gpu-check.sh [OUT_DIR] - the CUDA backend's check on a GPU machine
-# (issue 16), in one run of about 5-7 minutes on 16 cores (each step's time is
-# in the log; estimates from sm_90 compiles and mkmodel runs on 2 cores):
+# (issue 16), in one run of at most 6 minutes on 16 cores (GPU_CHECK_DEADLINE;
+# each step's time is in the log; estimates from sm_90 compiles and mkmodel
+# runs on 2 cores):
 #   1. the machine: nvidia-smi's GPU, driver, clocks (~1 s);
 #   2. build lamina with the CUDA backend for this machine's GPU (Ninja,
 #      Release, CMAKE_CUDA_ARCHITECTURES from nvidia-smi) (~1.5-2.5 min);
@@ -37,7 +38,7 @@
 # Knobs: GPU_CHECK_SKIP_BENCH=1 skips steps 4-5; GPU_CHECK_SKIP_7B=1 the 7B
 # shape; GPU_CHECK_SKIP_EXTRAS=1 step 5; GPU_CHECK_SKIP_TESTS=1 the tests (and
 # their build); GPU_CHECK_ROUNDS (default 2) A/B rounds per model;
-# GPU_CHECK_DEADLINE (seconds from the start, default 510): a bench step that
+# GPU_CHECK_DEADLINE (seconds from the start, default 360): a bench step that
 # would end after it is skipped, with a line saying so; GPU_CHECK_LAMINA=PATH
 # uses that lamina and skips the build and the tests (a dry run on a machine
 # without a GPU, with a fake nvidia-smi on PATH); GPU_CHECK_MODELS (default
@@ -91,9 +92,14 @@ out=$(cd "$out" && pwd)
 log=$out/gpu-check.log
 exec > >(tee "$log") 2>&1
 tee_pid=$!
-# at exit: close our ends of the pipe and let tee write the log's last lines before the run ends
+mk_pid=""
+clocks_pid=""
+# at exit: stop the background jobs (one left behind would hold the log's pipe open), close our ends
+# of the pipe and let tee write the log's last lines before the run ends
 finish() {
     local rc=$?
+    [ -n "$mk_pid" ] && kill "$mk_pid" 2>/dev/null && wait "$mk_pid" 2>/dev/null
+    [ -n "$clocks_pid" ] && kill "$clocks_pid" 2>/dev/null && wait "$clocks_pid" 2>/dev/null
     exec >&- 2>&-
     wait "$tee_pid" 2>/dev/null
     exit $rc
@@ -104,10 +110,15 @@ shared=${LM_SHARED_DIR:-}
 if [ -z "$shared" ]; then
     if [ -f ../shared/models/stories260K.gguf ]; then shared=$(cd ../shared && pwd); else shared=$PWD/.gpu-shared; fi
 fi
+[ -f "$shared/models/stories260K.gguf" ] && [ -d "$shared/fixtures/arch" ] || {
+    echo "gpu-check: no shared models and fixtures at $shared: run scripts/gpu-check.sh --stage here and name" \
+        ".gpu-shared in the device run's carry (or set LM_SHARED_DIR)"
+    exit 1
+}
 jobs=$(nproc 2>/dev/null || echo 4)
 build="build-gpu"
 rounds=${GPU_CHECK_ROUNDS:-2}
-deadline=${GPU_CHECK_DEADLINE:-510}
+deadline=${GPU_CHECK_DEADLINE:-360}
 models=${GPU_CHECK_MODELS:-/tmp/gpu-check-models}
 t0=$(date +%s)
 tprev=$t0
@@ -163,15 +174,6 @@ bench=0
 want7b=0
 [ "${GPU_CHECK_SKIP_7B:-0}" != 1 ] && want7b=1
 export LM_SHARED_DIR="$shared"
-mk_pid=""
-clocks_pid=""
-# Background jobs end with the script (one left behind would hold the log's pipe open).
-# shellcheck disable=SC2317 # called by the trap
-cleanup() {
-    [ -n "$mk_pid" ] && kill "$mk_pid" 2>/dev/null && wait "$mk_pid" 2>/dev/null
-    [ -n "$clocks_pid" ] && kill "$clocks_pid" 2>/dev/null && wait "$clocks_pid" 2>/dev/null
-}
-trap cleanup EXIT
 if [ $bench = 1 ]; then
     mkdir -p "$models"
     (
