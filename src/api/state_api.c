@@ -9,7 +9,8 @@
  *   u64 n_embd, n_embd f32 (0 when no embedding was computed)
  *   u32 kv_size, head, used, n_layer, type_k, type_v, n_embd_k_gqa, n_embd_v_gqa, n_cells
  *   n_cells x {i32 pos, i32 delta, u64 seq mask}
- *   per layer: K rows of cells [0, n_cells); V channels, each cells [0, n_vcells)
+ *   per layer: K rows of cells [0, n_cells); V channels, each cells [0, n_cells)
+ *     (a V of a block type, stored in rows per cell: its rows of those cells)
  * Restoring checks every field against the context (a state only fits a
  * context of the same model, cache types and size, with n_batch at least its
  * logit rows), every cell against the cache invariants (kv_cache.h: pos and
@@ -94,11 +95,22 @@ static uint64_t get_u64(struct rbuf *r)
     return v;
 }
 
-/* Cells to save: up to the last used one. V rows of a block type are saved whole. */
+/* Cells to save: up to the last used one. */
 static uint32_t kv_cells(const struct lm_kv_cache *kv) { return lm_kv_cell_max(kv); }
-static uint32_t kv_vcells(const struct lm_kv_cache *kv, uint32_t n)
+
+/* One layer's V of the first n cells: a V of rows per cell (lm_kv_v_rows)
+ * as K is saved, n rows; a transposed V as b1892 saves it, each channel's
+ * first n cells. */
+struct v_layout {
+    uint32_t n_runs;   /* runs of bytes */
+    size_t run, step;  /* bytes per run, bytes from one run's start to the next */
+};
+
+static struct v_layout v_layout(const struct lm_kv_cache *kv, uint32_t nv, uint32_t n)
 {
-    return lm_type_blck(kv->type_v) > 1 ? kv->size : n;
+    if (lm_kv_v_rows(kv))
+        return (struct v_layout){1, lm_row_size(kv->type_v, nv) * n, 0};
+    return (struct v_layout){nv, lm_row_size(kv->type_v, n), lm_row_size(kv->type_v, kv->size)};
 }
 
 static void write_kv(struct wbuf *w, const struct lm_context *c, bool upper_bound)
@@ -106,7 +118,7 @@ static void write_kv(struct wbuf *w, const struct lm_context *c, bool upper_boun
     const struct lm_kv_cache *kv = &c->kv;
     const struct lm_hparams *hp = &c->model->hp;
     uint32_t nk = lm_hp_n_embd_k_gqa(hp), nv = lm_hp_n_embd_v_gqa(hp);
-    uint32_t n = upper_bound ? kv->size : kv_cells(kv), nvc = kv_vcells(kv, n);
+    uint32_t n = upper_bound ? kv->size : kv_cells(kv);
     uint32_t hdr[9] = {kv->size, kv->head, kv->used, kv->n_layer, (uint32_t)kv->type_k, (uint32_t)kv->type_v, nk, nv, n};
     put(w, hdr, sizeof hdr);
     for (uint32_t i = 0; i < n; i++) {
@@ -114,12 +126,12 @@ static void write_kv(struct wbuf *w, const struct lm_context *c, bool upper_boun
         put(w, pd, sizeof pd);
         put_u64(w, kv->cells[i].seq);
     }
-    size_t krow = lm_row_size(kv->type_k, nk), vrow = lm_row_size(kv->type_v, nvc);
-    size_t vstride = lm_row_size(kv->type_v, kv->size);
+    const size_t krow = lm_row_size(kv->type_k, nk);
+    const struct v_layout vl = v_layout(kv, nv, n);
     for (uint32_t il = 0; il < kv->n_layer; il++) {
         put_tensor(w, kv->k[il], 0, krow * n);
-        for (uint32_t j = 0; j < nv; j++)
-            put_tensor(w, kv->v[il], (size_t)j * vstride, vrow);
+        for (uint32_t j = 0; j < vl.n_runs; j++)
+            put_tensor(w, kv->v[il], (size_t)j * vl.step, vl.run);
     }
 }
 
@@ -203,9 +215,9 @@ static bool read_kv(struct rbuf *r, struct lm_context *c, bool exact)
         }
         used += cells[i].pos >= 0;
     }
-    size_t krow = lm_row_size(kv->type_k, nk), vrow = lm_row_size(kv->type_v, kv_vcells(kv, n));
-    size_t vstride = lm_row_size(kv->type_v, kv->size);
-    size_t need = (size_t)kv->n_layer * (krow * n + vrow * nv);
+    const size_t krow = lm_row_size(kv->type_k, nk);
+    const struct v_layout vl = v_layout(kv, nv, n);
+    size_t need = (size_t)kv->n_layer * (krow * n + vl.run * vl.n_runs);
     if (r->bad || used != h[2] || need > r->n - r->off || (exact && need != r->n - r->off)) {
         free(cells);
         r->bad = true;
@@ -213,8 +225,8 @@ static bool read_kv(struct rbuf *r, struct lm_context *c, bool exact)
     }
     for (uint32_t il = 0; il < kv->n_layer; il++) {
         get_tensor(r, kv->k[il], 0, krow * n);
-        for (uint32_t j = 0; j < nv; j++)
-            get_tensor(r, kv->v[il], (size_t)j * vstride, vrow);
+        for (uint32_t j = 0; j < vl.n_runs; j++)
+            get_tensor(r, kv->v[il], (size_t)j * vl.step, vl.run);
     }
     memcpy(kv->cells, cells, kv->size * sizeof *cells);
     free(cells);

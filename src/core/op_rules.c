@@ -307,19 +307,27 @@ static bool rule_soft_max(const struct lm_tensor *t, char *why, size_t n)
 }
 
 /* ATTN: F32 q [d, n_q, n_head], k F32/F16/BF16 or Q8_0 (d whole blocks: a
- * quantized K cache) and v F32/F16/BF16, both with contiguous rows,
- * k [d, n_kv, n_head_kv], v [n_kv, d_v, n_head_kv] (n_head a multiple of
+ * quantized K cache), both with contiguous rows, k [d, n_kv, n_head_kv];
+ * v F32/F16/BF16 [n_kv, d_v, n_head_kv] (i32[2] 0: the transposed V cache)
+ * or F32/F16/BF16/Q8_0 [d_v, n_kv, n_head_kv] (i32[2] 1: rows per cell, a
+ * Q8_0 one of whole blocks), rows contiguous (n_head a multiple of
  * n_head_kv), optional F32 mask (src[3]) [n_kv, >= n_q, 1, 1]; scale
  * (op_params[0]) finite, max_bias (op_params[1]) >= 0. */
 static bool rule_attn(const struct lm_tensor *t, char *why, size_t n)
 {
     const struct lm_tensor *q = t->src[0], *k = t->src[1], *v = t->src[2], *mask = t->src[3];
+    const int32_t v_rows = lm_get_op_i32(t, 2);
+    RULE(v_rows == 0 || v_rows == 1, "ATTN: V layout %d (0 transposed, 1 rows)", (int)v_rows);
+    const int64_t v_cells = v_rows ? v->ne[1] : v->ne[0], d_v = v_rows ? v->ne[0] : v->ne[1];
     const bool k_ok = lm_op_float_type(k->type) || (k->type == LM_TYPE_Q8_0 && k->ne[0] % lm_type_blck(k->type) == 0);
-    RULE(q->type == LM_TYPE_F32 && k_ok && lm_op_float_type(v->type),
-         "ATTN: q must be f32, k f32/f16/bf16/q8_0 (rows of whole blocks), v f32/f16/bf16 (got %s, %s, %s)",
+    const bool v_ok =
+        lm_op_float_type(v->type) || (v_rows && v->type == LM_TYPE_Q8_0 && v->ne[0] % lm_type_blck(v->type) == 0);
+    RULE(q->type == LM_TYPE_F32 && k_ok && v_ok,
+         "ATTN: q must be f32, k f32/f16/bf16/q8_0 (rows of whole blocks), v f32/f16/bf16 (q8_0 rows of whole blocks "
+         "in the rows layout) (got %s, %s, %s)",
          lm_type_name(q->type), lm_type_name(k->type), lm_type_name(v->type));
     RULE(lm_is_contiguous_rows(k) && lm_is_contiguous_rows(v), "ATTN: rows of k and v must be contiguous");
-    RULE(q->ne[3] == 1 && k->ne[3] == 1 && v->ne[3] == 1 && q->ne[0] == k->ne[0] && k->ne[1] == v->ne[0] &&
+    RULE(q->ne[3] == 1 && k->ne[3] == 1 && v->ne[3] == 1 && q->ne[0] == k->ne[0] && k->ne[1] == v_cells &&
              k->ne[1] > 0 && k->ne[2] == v->ne[2] && k->ne[2] > 0 && q->ne[2] % k->ne[2] == 0,
          "ATTN: q " SHAPE_FMT ", k " SHAPE_FMT ", v " SHAPE_FMT " do not fit", SHAPE_ARGS(q), SHAPE_ARGS(k),
          SHAPE_ARGS(v));
@@ -331,7 +339,7 @@ static bool rule_attn(const struct lm_tensor *t, char *why, size_t n)
     }
     const float scale = lm_get_op_f32(t, 0), max_bias = lm_get_op_f32(t, 1);
     RULE(max_bias >= 0.0f && isfinite(scale), "ATTN: bad scale or max_bias");
-    return result_is(t, LM_TYPE_F32, v->ne[1], q->ne[2], q->ne[1], 1, why, n);
+    return result_is(t, LM_TYPE_F32, d_v, q->ne[2], q->ne[1], 1, why, n);
 }
 
 /* ROPE and ROPE_BACK (dy in src[0]): F32 a [d, n_head, n_tokens], 1-d I32

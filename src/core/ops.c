@@ -458,17 +458,30 @@ struct lm_tensor *lm_soft_max(struct lm_ctx *ctx, struct lm_tensor *a)
     return lm_soft_max_ext(ctx, a, NULL, 1.0f, 0.0f);
 }
 
-struct lm_tensor *lm_attn(struct lm_ctx *ctx, struct lm_tensor *q, struct lm_tensor *k, struct lm_tensor *v,
-                          struct lm_tensor *mask, float scale, float max_bias)
+static struct lm_tensor *attn(struct lm_ctx *ctx, struct lm_tensor *q, struct lm_tensor *k, struct lm_tensor *v,
+                              struct lm_tensor *mask, float scale, float max_bias, bool v_rows)
 {
     if (!q || !k || !v)
         return NULL;
-    struct lm_tensor p = node4(LM_OP_ATTN, LM_TYPE_F32, v->ne[1], q->ne[2], q->ne[1], 1, q, k);
+    struct lm_tensor p = node4(LM_OP_ATTN, LM_TYPE_F32, v_rows ? v->ne[0] : v->ne[1], q->ne[2], q->ne[1], 1, q, k);
     p.src[2] = v;
     p.src[3] = mask;
     lm_set_op_f32(&p, 0, scale);
     lm_set_op_f32(&p, 1, max_bias);
+    lm_set_op_i32(&p, 2, v_rows);
     return build(ctx, &p, NULL);
+}
+
+struct lm_tensor *lm_attn(struct lm_ctx *ctx, struct lm_tensor *q, struct lm_tensor *k, struct lm_tensor *v,
+                          struct lm_tensor *mask, float scale, float max_bias)
+{
+    return attn(ctx, q, k, v, mask, scale, max_bias, false);
+}
+
+struct lm_tensor *lm_attn_vrows(struct lm_ctx *ctx, struct lm_tensor *q, struct lm_tensor *k, struct lm_tensor *v,
+                                struct lm_tensor *mask, float scale, float max_bias)
+{
+    return attn(ctx, q, k, v, mask, scale, max_bias, true);
 }
 
 /* ROPE and ROPE_BACK: a rotated with pos and the parameter block p. */

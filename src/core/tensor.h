@@ -321,6 +321,15 @@ struct lm_tensor *lm_soft_max(struct lm_ctx *ctx, struct lm_tensor *a);
 struct lm_tensor *lm_attn(struct lm_ctx *ctx, struct lm_tensor *q, struct lm_tensor *k, struct lm_tensor *v,
                           struct lm_tensor *mask, float scale, float max_bias);
 
+/* lm_attn over a V cache stored as K is, one row per cell (a quantized V
+ * cache: a batch writes whole rows, so rows can be blocks):
+ *   v:    [d_v, n_kv, n_head_kv] F32, F16, BF16, or Q8_0 with d_v a multiple
+ *         of 32, rows contiguous;
+ *   out[c, h, i] = sum_j p_j * v[c, j, g]   (p_j in float: no rounding).
+ * params: as lm_attn plus i32[2] = 1 (the layout). */
+struct lm_tensor *lm_attn_vrows(struct lm_ctx *ctx, struct lm_tensor *q, struct lm_tensor *k, struct lm_tensor *v,
+                                struct lm_tensor *mask, float scale, float max_bias);
+
 struct lm_rope_params {
     int n_dims;          /* rotated dims per row (<= ne[0], even) */
     int mode;            /* enum lm_rope_mode */

@@ -60,7 +60,10 @@ bool lm_cpu_supports_op(const struct lm_tensor *t)
         return lm_type_blck(t->type) == 1 || lm_quant_traits(t->type)->from_float;
     case LM_OP_ATTN:
         /* kernel limit: cell indices are int32 */
-        return attn_type_ok(t->src[1]->type) && attn_type_ok(t->src[2]->type) && t->src[1]->ne[1] <= INT32_MAX;
+        return attn_type_ok(t->src[1]->type) &&
+               (lm_get_op_i32(t, 2) ? lm_cpu_kernels()->type[t->src[2]->type].vec_mad_rows != NULL
+                                    : attn_type_ok(t->src[2]->type)) &&
+               t->src[1]->ne[1] <= INT32_MAX;
     default:
         return true;
     }

@@ -749,6 +749,8 @@ bool lm_cu_supports_attn(const struct lm_cu_limits *lim, const struct lm_tensor 
     if (t->op != LM_OP_ATTN)
         return false;
     const struct lm_tensor *q = t->src[0], *k = t->src[1], *v = t->src[2];
+    if (lm_get_op_i32(t, 2) != 0) /* V rows per cell (a quantized V cache): the CPU's */
+        return false;
     if (!float_type(k->type) || !float_type(v->type) || q->ne[0] > ATTN_MAX_D || v->ne[1] > ATTN_MAX_D ||
         q->ne[2] > 65535 || q->ne[1] > INT32_MAX || k->ne[1] > INT32_MAX)
         return false;

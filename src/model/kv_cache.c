@@ -14,10 +14,11 @@ lm_status lm_kv_init(struct lm_kv_cache *kv, const struct lm_hparams *hp, enum l
     memset(kv, 0, sizeof *kv);
     if (size == 0 || !lm_type_valid(type_k) || !lm_type_valid(type_v))
         return LM_ERR_INVALID_ARG;
-    /* V is stored transposed (a channel's cells in a row), so a batch writes
-     * one element per row: no block type; K rows are cells, whole blocks */
+    /* K rows are cells, whole blocks; a float V is stored transposed (a
+     * channel's cells in a row), a block-type V in rows per cell as K, whose
+     * heads must be whole blocks (attention reads a head's row) */
     uint32_t nk = lm_hp_n_embd_k_gqa(hp), nv = lm_hp_n_embd_v_gqa(hp);
-    if (nk % lm_type_blck(type_k) || lm_type_blck(type_v) != 1)
+    if (nk % lm_type_blck(type_k) || hp->n_embd_head_v % lm_type_blck(type_v))
         return LM_ERR_UNSUPPORTED;
     kv->size = size;
     kv->type_k = type_k;

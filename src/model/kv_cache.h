@@ -41,12 +41,20 @@ struct lm_kv_cache {
     enum lm_type type_k, type_v;
     uint32_t n_layer;
     struct lm_tensor **k;     /* [n_layer] each [n_embd_k_gqa * size] */
-    struct lm_tensor **v;     /* [n_layer] each [size * n_embd_v_gqa] (transposed) */
+    struct lm_tensor **v;     /* [n_layer] each [size * n_embd_v_gqa]: transposed (a channel's cells in a row),
+                                 or rows per cell as K when type_v is a block type (lm_kv_v_rows) */
     struct lm_ctx *ctx;
     struct lm_buffer *buf;
 };
 
-/* Allocate a cache of `size` cells for the model's layers in buffers of buft. */
+/* Whether V is stored as K is, one row per cell: a block type (a batch
+ * writes whole rows, so they can be blocks; a transposed V gets one element
+ * per row). Else V is transposed, as b1892 stores it. */
+static inline bool lm_kv_v_rows(const struct lm_kv_cache *kv) { return lm_type_blck(kv->type_v) > 1; }
+
+/* Allocate a cache of `size` cells for the model's layers in buffers of buft.
+ * LM_ERR_UNSUPPORTED when a K row (V row per head, for a block type_v) is not
+ * whole blocks or a block type cannot be written here. */
 lm_status lm_kv_init(struct lm_kv_cache *kv, const struct lm_hparams *hp, enum lm_type type_k, enum lm_type type_v,
                      uint32_t size, lm_buft buft);
 void lm_kv_free(struct lm_kv_cache *kv);

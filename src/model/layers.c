@@ -140,7 +140,8 @@ static struct lm_tensor *token_rows(struct lm_ctx *ctx, struct lm_tensor *x, int
 }
 
 /* Write k and v of this batch into the cache cells inp_kv_idx names: K rows
- * (one a cell), V columns (V is stored transposed, [cells, n_embd_v]). */
+ * (one a cell), V columns (a float V is stored transposed, [cells, n_embd_v])
+ * or V rows (a block-type V, lm_kv_v_rows). */
 static void store_kv(struct lm_build *b, int il, struct lm_tensor *k, struct lm_tensor *v)
 {
     struct lm_ctx *ctx = b->ctx;
@@ -150,9 +151,15 @@ static void store_kv(struct lm_build *b, int il, struct lm_tensor *k, struct lm_
     if (!b->inp_kv_idx)
         b->inp_kv_idx = input(b, lm_new_tensor_1d(ctx, LM_TYPE_I32, b->n_tokens), "inp_kv_idx");
     struct lm_tensor *kdst = lm_view_2d(ctx, kl, nk, kv->size, lm_row_size(kl->type, nk), 0);
-    struct lm_tensor *vdst = lm_view_2d(ctx, vl, kv->size, nv, lm_row_size(vl->type, kv->size), 0);
     struct lm_tensor *kset = lm_set_rows(ctx, kdst, token_rows(ctx, k, nk, b->n_tokens), b->inp_kv_idx);
-    struct lm_tensor *vset = lm_set_cols(ctx, vdst, lm_reshape_2d(ctx, v, nv, b->n_tokens), b->inp_kv_idx);
+    struct lm_tensor *vset;
+    if (lm_kv_v_rows(kv)) {
+        struct lm_tensor *vdst = lm_view_2d(ctx, vl, nv, kv->size, lm_row_size(vl->type, nv), 0);
+        vset = lm_set_rows(ctx, vdst, token_rows(ctx, v, nv, b->n_tokens), b->inp_kv_idx);
+    } else {
+        struct lm_tensor *vdst = lm_view_2d(ctx, vl, kv->size, nv, lm_row_size(vl->type, kv->size), 0);
+        vset = lm_set_cols(ctx, vdst, lm_reshape_2d(ctx, v, nv, b->n_tokens), b->inp_kv_idx);
+    }
     /* the writes must run before attention reads the cache: put them in the
      * graph now (attention reads the cache through other views) */
     lm_graph_expand(b->graph, kset);
@@ -160,16 +167,17 @@ static void store_kv(struct lm_build *b, int il, struct lm_tensor *k, struct lm_
 }
 
 /* The fused ATTN op serves these caches unless LAMINA_ATTN=unfused (read per
- * graph build): float K and V; a Q8_0 K only in host memory (the CPU's
- * attention reads it; the CUDA kernels read float caches, and the unfused
- * graph keeps a GPU's Q8_0 K on the GPU). */
+ * graph build): float K and V; a Q8_0 K or a Q8_0 V (rows per cell) only in
+ * host memory (the CPU's attention reads them; the CUDA kernels read float
+ * caches, and the unfused graph keeps a GPU's Q8_0 K on the GPU). */
 static bool attn_fused(const struct lm_tensor *kl, const struct lm_tensor *vl)
 {
     if (strcmp(lm_env_word_name(LM_ENV_ATTN), "unfused") == 0) /* "fused" when unset or another value */
         return false;
     const enum lm_type tk = kl->type, tv = vl->type;
-    const bool k_ok = lm_op_float_type(tk) || (tk == LM_TYPE_Q8_0 && (!kl->buffer || lm_buffer_is_host(kl->buffer)));
-    return k_ok && lm_op_float_type(tv);
+    const bool k_host = !kl->buffer || lm_buffer_is_host(kl->buffer), v_host = !vl->buffer || lm_buffer_is_host(vl->buffer);
+    const bool k_ok = lm_op_float_type(tk) || (tk == LM_TYPE_Q8_0 && k_host);
+    return k_ok && (lm_op_float_type(tv) || (tv == LM_TYPE_Q8_0 && v_host));
 }
 
 struct lm_tensor *lm_b_attn(struct lm_build *b, int il, struct lm_tensor *q, struct lm_tensor *k, struct lm_tensor *v,
@@ -186,14 +194,29 @@ struct lm_tensor *lm_b_attn(struct lm_build *b, int il, struct lm_tensor *q, str
     struct lm_tensor *kc = lm_view_3d(ctx, kl, hk, b->n_kv, hp->n_head_kv, lm_row_size(kl->type, lm_hp_n_embd_k_gqa(hp)),
                                       lm_row_size(kl->type, hk), 0); /* [hk, n_kv, n_head_kv] */
     struct lm_tensor *qp = lm_permute(ctx, q, 0, 2, 1, 3);           /* [hk, T, n_head] */
-    struct lm_tensor *vc = lm_view_3d(ctx, vl, b->n_kv, hv, hp->n_head_kv, lm_row_size(vl->type, kv->size),
-                                      lm_row_size(vl->type, kv->size) * (size_t)hv, 0); /* [n_kv, hv, n_head_kv] */
+    const bool v_rows = lm_kv_v_rows(kv);
+    struct lm_tensor *vc;
+    if (v_rows) /* [hv, n_kv, n_head_kv], rows per cell as K */
+        vc = lm_view_3d(ctx, vl, hv, b->n_kv, hp->n_head_kv, lm_row_size(vl->type, lm_hp_n_embd_v_gqa(hp)),
+                        lm_row_size(vl->type, hv), 0);
+    else /* [n_kv, hv, n_head_kv] */
+        vc = lm_view_3d(ctx, vl, b->n_kv, hv, hp->n_head_kv, lm_row_size(vl->type, kv->size),
+                        lm_row_size(vl->type, kv->size) * (size_t)hv, 0);
     struct lm_tensor *cur;
-    if (attn_fused(kl, vl)) {
+    if (attn_fused(kl, vl) && v_rows) {
+        struct lm_tensor *o = lm_attn_vrows(ctx, qp, kc, vc, b->inp_mask, kq_scale, hp->f_max_alibi_bias);
+        cur = lm_reshape_2d(ctx, o, hv * hp->n_head, b->n_tokens);
+    } else if (attn_fused(kl, vl)) {
         /* [hv, n_head, T]: what cont(permute(kqv)) below gives */
         struct lm_tensor *o = lm_attn(ctx, qp, kc, vc, b->inp_mask, kq_scale, hp->f_max_alibi_bias);
         cur = lm_reshape_2d(ctx, o, hv * hp->n_head, b->n_tokens);
     } else {
+        if (v_rows) { /* the first n_kv cells' rows [hv, n_head_kv] (a contiguous prefix) decoded, then transposed */
+            struct lm_tensor *vq = lm_view_3d(ctx, vl, hv, hp->n_head_kv, b->n_kv, lm_row_size(vl->type, hv),
+                                              lm_row_size(vl->type, lm_hp_n_embd_v_gqa(hp)), 0);
+            struct lm_tensor *vf = lm_cpy(ctx, vq, lm_new_tensor_3d(ctx, LM_TYPE_F32, hv, hp->n_head_kv, b->n_kv));
+            vc = lm_cont(ctx, lm_permute(ctx, vf, 1, 2, 0, 3)); /* [n_kv, hv, n_head_kv] F32 */
+        }
         struct lm_tensor *kq = lm_mul_mat(ctx, kc, qp);              /* [n_kv, T, n_head] */
         kq = lm_soft_max_ext(ctx, kq, b->inp_mask, kq_scale, hp->f_max_alibi_bias);
         struct lm_tensor *kqv = lm_mul_mat(ctx, vc, kq);             /* [hv, T, n_head] */

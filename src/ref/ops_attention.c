@@ -112,6 +112,32 @@ static lm_status round_q(const struct lm_tensor *q, enum lm_type kt, int64_t i, 
     return LM_OK;
 }
 
+/* out[:, h, i] = sum_j p[j] v[:, j, g] over a V of rows per cell (decoded
+ * rows for a quantized one); hidden cells have p[j] = 0 and are skipped. */
+static lm_status attn_rows_pv(struct lm_tensor *dst, int64_t i, int64_t h, int64_t g, const double *p,
+                              int64_t n_visible)
+{
+    const struct lm_tensor *v = dst->src[2];
+    const int64_t d_v = v->ne[0], n_kv = v->ne[1];
+    const bool quant = lm_type_blck(v->type) > 1;
+    double *acc = calloc((size_t)d_v, sizeof(double));
+    float *row = ref_scratch(d_v, sizeof(float));
+    lm_status st = !acc || !row ? LM_ERR_NOMEM : LM_OK;
+    for (int64_t j = 0; !st && n_visible > 0 && j < n_kv; j++) {
+        if (p[j] == 0.0)
+            continue;
+        if (quant && (st = lm_ref_get_row(v, j, g, 0, row)) != LM_OK)
+            break;
+        for (int64_t c = 0; c < d_v; c++)
+            acc[c] += (quant ? (double)row[c] : lm_ref_get(v, c, j, g, 0)) * p[j];
+    }
+    for (int64_t c = 0; c < d_v && !st; c++)
+        lm_ref_set(dst, c, h, i, 0, acc[c]);
+    free(acc);
+    free(row);
+    return st;
+}
+
 /* One (query i, head h) of ATTN: out[:, h, i]. qr (d), s (n_kv) and kr (d
  * floats: a decoded row of a quantized k) are scratch. */
 static lm_status attn_row(struct lm_tensor *dst, int64_t i, int64_t h, double *qr, double *s, float *kr)
@@ -142,8 +168,11 @@ static lm_status attn_row(struct lm_tensor *dst, int64_t i, int64_t h, double *q
         s[j] = s[j] == -INFINITY ? 0.0 : exp(s[j] - max);
         sum += s[j];
     }
+    const bool v_rows = lm_get_op_i32(dst, 2) != 0; /* v [d_v, n_kv, n_head_kv]: p stays float */
     for (int64_t j = 0; j < n_kv; j++)
-        s[j] = round_to(v->type, s[j] / sum);
+        s[j] = v_rows ? (float)(s[j] / sum) : round_to(v->type, s[j] / sum);
+    if (v_rows)
+        return st ? st : attn_rows_pv(dst, i, h, g, s, n_visible);
     for (int64_t c = 0; c < v->ne[1]; c++) {
         double acc = 0.0;
         for (int64_t j = 0; n_visible > 0 && j < n_kv; j++)

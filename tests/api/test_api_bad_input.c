@@ -110,7 +110,7 @@ static void test_contexts(void)
     cp.type_k = GGML_TYPE_F16;
     cp.type_v = (enum ggml_type)5; /* a retired type id */
     CHECK(llama_new_context_with_model(M, cp) == NULL);
-    cp.type_v = GGML_TYPE_Q8_0; /* V is stored transposed: refused at creation, not at every decode */
+    cp.type_v = GGML_TYPE_Q8_0; /* V heads of 8 elements, not whole blocks: refused at creation, not at every decode */
     CHECK(llama_new_context_with_model(M, cp) == NULL);
     cp.type_v = GGML_TYPE_F16;
     cp.n_ctx = 1u << 30;

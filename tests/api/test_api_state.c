@@ -90,8 +90,8 @@ static void test_state_copy(enum ggml_type kv, bool shifted)
     CHECK(llama_decode(b, llama_batch_get_one(&next, 1, pos, 0)) == 0);
     CHECKF(same_logits(a, b), "next logits differ after restore (kv %d, shifted %d): %g", kv, shifted,
            api_max_diff(llama_get_logits(a), llama_get_logits(b), (size_t)NV));
-    printf("state (F%d cache%s): %zu of at most %zu bytes; restored context: same logits, RNG, next decode\n",
-           kv == GGML_TYPE_F16 ? 16 : 32, shifted ? ", pending shift" : "", n, cap);
+    printf("state (%s cache%s): %zu of at most %zu bytes; restored context: same logits, RNG, next decode\n",
+           kv == GGML_TYPE_F16 ? "F16" : kv == GGML_TYPE_F32 ? "F32" : "Q8_0", shifted ? ", pending shift" : "", n, cap);
     free(buf);
     llama_free(a);
     llama_free(b);
@@ -249,5 +249,15 @@ int main(void)
     test_session();
     test_set_state_garbage();
     llama_free_model(M);
+    /* a Q8_0 V cache is stored in rows per cell (whole blocks per head: the
+     * persimmon fixture's 64-wide heads) and saved as K is */
+    M = api_load("fixtures/arch/persimmon.gguf");
+    CHECK(M != NULL);
+    if (M) {
+        NV = llama_n_vocab(M);
+        test_state_copy(GGML_TYPE_Q8_0, false);
+        test_state_copy(GGML_TYPE_Q8_0, true);
+        llama_free_model(M);
+    }
     return lm_test_summary();
 }

@@ -2,7 +2,8 @@
  * unfused graph it replaced (MUL_MAT, SOFT_MAX, MUL_MAT; LAMINA_ATTN=unfused)
  * at the model level, on stories260K (F32 weights, F16 and F32 KV caches),
  * llama-2-tiny-random (F16 weights, 32000 tokens) and the persimmon fixture
- * with a Q8_0 K cache (64-wide heads; V F16):
+ * with a Q8_0 K cache (64-wide heads; V F16), a Q8_0 V cache (stored in rows
+ * per cell; unfused: decoded and transposed) and both:
  *   - a 12-token prompt in one batch (causal mask, logits of every row),
  *   - 40 greedy steps of one token,
  *   - two more sequences interleaved in one batch (each row sees every other
@@ -28,6 +29,7 @@
 /* max |fused - unfused| over a row, relative to the row's max |logit|: the
  * ops differ at most by f32 summation order (~1e-7 relative per dot) */
 #define BOUND 1e-5
+#define BOUND_V_ROWS 5e-5
 
 static const llama_token PROMPT[N_PROMPT] = {1, 403, 407, 261, 378, 432, 383, 286, 261, 346, 306, 414};
 
@@ -116,7 +118,7 @@ static const char *type_name(enum ggml_type t)
     return t == GGML_TYPE_F16 ? "f16" : t == GGML_TYPE_F32 ? "f32" : t == GGML_TYPE_Q8_0 ? "q8_0" : "?";
 }
 
-static void compare(const char *path, enum ggml_type type_k, enum ggml_type type_v)
+static void compare(const char *path, enum ggml_type type_k, enum ggml_type type_v, double bound)
 {
     struct llama_model *m = api_load(path);
     CHECKF(m != NULL, "cannot load %s", path);
@@ -149,7 +151,7 @@ static void compare(const char *path, enum ggml_type type_k, enum ggml_type type
     }
     CHECKF(fused.n_rows == plain.n_rows && fused.n_rows == N_PROMPT + N_GEN + 2 * N_SEQ_TOK, "%s: %d and %d rows",
            path, fused.n_rows, plain.n_rows);
-    CHECKF(worst <= BOUND, "%s: logits differ by %.3g of the row's max |logit| (bound %g)", path, worst, BOUND);
+    CHECKF(worst <= bound, "%s: logits differ by %.3g of the row's max |logit| (bound %g)", path, worst, bound);
     printf("%s, K %s, V %s: %d/%d greedy tokens equal, %d/%d logit rows identical, max |diff| %.3g (%.3g relative)\n",
            path, type_name(type_k), type_name(type_v), same_toks, N_GEN, identical_rows, fused.n_rows, worst_abs,
            worst);
@@ -161,9 +163,13 @@ static void compare(const char *path, enum ggml_type type_k, enum ggml_type type
 int main(void)
 {
     api_test_init();
-    compare("models/stories260K.gguf", GGML_TYPE_F16, GGML_TYPE_F16);
-    compare("models/stories260K.gguf", GGML_TYPE_F32, GGML_TYPE_F32);
-    compare("models/llama-2-tiny-random.gguf", GGML_TYPE_F16, GGML_TYPE_F16);
-    compare("fixtures/arch/persimmon.gguf", GGML_TYPE_Q8_0, GGML_TYPE_F16);
+    compare("models/stories260K.gguf", GGML_TYPE_F16, GGML_TYPE_F16, BOUND);
+    compare("models/stories260K.gguf", GGML_TYPE_F32, GGML_TYPE_F32, BOUND);
+    compare("models/llama-2-tiny-random.gguf", GGML_TYPE_F16, GGML_TYPE_F16, BOUND);
+    compare("fixtures/arch/persimmon.gguf", GGML_TYPE_Q8_0, GGML_TYPE_F16, BOUND);
+    /* a Q8_0 V of rows per cell: fused (p * scale) * code against the decoded
+     * values' F32 dots, a rounding apart per term (seen 5.2e-6 with F16 K) */
+    compare("fixtures/arch/persimmon.gguf", GGML_TYPE_F16, GGML_TYPE_Q8_0, BOUND_V_ROWS);
+    compare("fixtures/arch/persimmon.gguf", GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, BOUND_V_ROWS);
     return lm_test_summary();
 }

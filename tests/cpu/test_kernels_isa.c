@@ -778,12 +778,83 @@ static void isa_iq2_avx512_named(const struct lm_cpu_kernels *g, struct uc_rng *
     }
 }
 
+/* vec_mad_rows of every table that has one (Q8_0: P.V over a quantized V
+ * cache): nq items (1..4) of their own lengths (0, 1, tails, all 300 cells)
+ * over rows of d channels (1..8 blocks), in place or through scattered
+ * indices: each item within 1e-5 of sum |p x| of the double sum over its
+ * decoded rows, bit-identical to the same item alone (nq 1), nothing written
+ * past d. Returns the cases. */
+static int isa_mad_rows(const struct lm_cpu_kernels *k, enum lm_type t, struct uc_rng *r)
+{
+    enum { CELLS = 300, DMAX = 256, NQ = LM_VEC_DOT_TILE_MAX };
+    const size_t bx = lm_row_size(t, DMAX) + 6;
+    char *x = uc_alloc(bx * CELLS, 2);
+    float *fx = uc_alloc(sizeof(float) * DMAX * CELLS, 0), *p = uc_alloc(sizeof(float) * NQ * CELLS, 0);
+    float *outs = uc_alloc(sizeof(float) * NQ * (DMAX + 1), 0), *alone = uc_alloc(sizeof(float) * (DMAX + 1), 0);
+    int32_t idx[CELLS];
+    static const int64_t ds[] = {32, 64, 96, 128, 160, 256};
+    static const int64_t lens[] = {0, 1, 2, 7, 33, 299, 300};
+    int bad = 0, cases = 0;
+    for (size_t a = 0; a < sizeof ds / sizeof ds[0]; a++) {
+        const int64_t d = ds[a];
+        for (int c = 0; c < CELLS; c++) {
+            for (int64_t e = 0; e < d; e++)
+                alone[e] = uc_float(r, -3.0f, 3.0f);
+            lm_quant_traits(t)->from_float(alone, x + (size_t)c * bx, d);
+            lm_quant_traits(t)->to_float(x + (size_t)c * bx, fx + (size_t)c * DMAX, d);
+        }
+        for (int i = 0; i < NQ * CELLS; i++)
+            p[i] = uc_float(r, 0.0f, 1.0f);
+        for (int c = 0; c < CELLS; c++) /* scattered cells: every third, wrapping */
+            idx[c] = (int32_t)((c * 3 + c / 100) % CELLS);
+        for (int nq = 1; nq <= NQ; nq++) {
+            for (int use_idx = 0; use_idx < 2; use_idx++) {
+                int64_t len[NQ];
+                float *out[NQ];
+                const float *pq[NQ];
+                for (int q = 0; q < nq; q++) {
+                    len[q] = lens[(size_t)(q * 3 + nq + (int)a) % (sizeof lens / sizeof lens[0])];
+                    out[q] = outs + (size_t)q * (DMAX + 1);
+                    out[q][d] = 1234.5f;
+                    pq[q] = p + (size_t)q * CELLS;
+                }
+                const int32_t *ix = use_idx ? idx : NULL;
+                k->type[t].vec_mad_rows(d, nq, len, out, x, bx, ix, pq);
+                for (int q = 0; q < nq; q++) {
+                    bad += out[q][d] != 1234.5f;
+                    alone[d] = 1234.5f;
+                    k->type[t].vec_mad_rows(d, 1, &len[q], &alone, x, bx, ix, &pq[q]);
+                    bad += memcmp(alone, out[q], (size_t)d * sizeof(float)) != 0 || alone[d] != 1234.5f;
+                    for (int64_t e = 0; e < d; e++) {
+                        double want = 0.0, mag = 0.0;
+                        for (int64_t kk = 0; kk < len[q]; kk++) {
+                            const double term = (double)pq[q][kk] * fx[(size_t)(ix ? ix[kk] : kk) * DMAX + (size_t)e];
+                            want += term;
+                            mag += fabs(term);
+                        }
+                        bad += !(fabs(out[q][e] - want) <= 1e-5 * mag + 1e-30);
+                    }
+                    cases++;
+                }
+            }
+        }
+    }
+    CHECKF(bad == 0, "%s %s vec_mad_rows: %d bad values", lm_cpu_isa_name(k->isa), lm_type_name(t), bad);
+    uc_free(x);
+    uc_free(fx);
+    uc_free(p);
+    uc_free(outs);
+    uc_free(alone);
+    return cases;
+}
+
 int main(void)
 {
     const struct lm_cpu_kernels *g = lm_cpu_kernels_for(LM_ISA_GENERIC);
     struct uc_rng r;
     uc_seed(&r, 2024);
     int tested = 0, own[LM_ISA_COUNT] = {0}, rows[LM_ISA_COUNT] = {0}, tiles[LM_ISA_COUNT] = {0};
+    isa_mad_rows(g, LM_TYPE_Q8_0, &r); /* the generic one against the double sums too */
     for (int i = 1; i < LM_ISA_COUNT; i++) {
         const struct lm_cpu_kernels *k = lm_cpu_kernels_for((enum lm_cpu_isa)i);
         if (!k)
@@ -814,6 +885,9 @@ int main(void)
         for (int t = 0; t < LM_TYPE_COUNT; t++)
             if (k->type[t].vec_dot_kt)
                 tiles[i] += isa_dot_kt(k, (enum lm_type)t, &r);
+        for (int t = 0; t < LM_TYPE_COUNT; t++)
+            if (k->type[t].vec_mad_rows)
+                tiles[i] += isa_mad_rows(k, (enum lm_type)t, &r);
         for (int t = 0; t < LM_TYPE_COUNT; t++)
             if (k->type[t].vec_dot_rows) {
                 isa_dot_rows(k, (enum lm_type)t, &r);

@@ -113,7 +113,7 @@ static bool cuda_may_refuse(const struct lm_tensor *t)
     }
     if (t->op == LM_OP_SET_ROWS)
         return lm_type_blck(t->type) > 32;
-    return t->op == LM_OP_ATTN && !lm_op_float_type(t->src[1]->type);
+    return t->op == LM_OP_ATTN && (!lm_op_float_type(t->src[1]->type) || lm_get_op_i32(t, 2) != 0);
 }
 #endif
 

@@ -642,15 +642,37 @@ static void gen_attn(struct runner *R)
         s.lay[1] = rint_(R, 2) ? UT_PAD : UT_CONT;
         attn_case(R, &s);
     }
+    /* a Q8_0 V cache of rows per cell (lm_attn_vrows) under F16 and Q8_0 K,
+     * every mask kind (4 and 5: holes, the gathered tiles), padded caches */
+    for (int c = 0; c < 18; c++) {
+        struct ut_spec s = spec(UT_K_ATTN, c % 6);
+        s.type = c % 3 == 2 ? LM_TYPE_Q8_0 : LM_TYPE_F16;
+        s.type2 = LM_TYPE_Q8_0;
+        s.n[2] = 1;
+        const int64_t d = PICK(qds), d_v = rint_(R, 3) ? d : PICK(qds), hkv = rint_(R, 2) + 1;
+        const int64_t nh = hkv * (rint_(R, 2) ? 4 : 1), n_kv = PICK(kvs);
+        const int64_t nq = (d + d_v) * nh * n_kv > 400000 ? 1 : PICK(qs);
+        const int64_t q[4] = {d, nq, nh, 1}, kv[4] = {n_kv, d_v, hkv, 1};
+        memcpy(s.ne, q, sizeof q);
+        memcpy(s.ne2, kv, sizeof kv);
+        s.n[0] = nq + rint_(R, 3);
+        s.f[0] = 1.0f / sqrtf((float)d);
+        s.f[1] = s.sub == 2 ? biases[rint_(R, 2)] : 0.0f;
+        s.lay[0] = rint_(R, 2) ? UT_PERMUTE : ut_rng_layout(&R->master);
+        s.lay[1] = rint_(R, 2) ? UT_PAD : UT_CONT;
+        attn_case(R, &s);
+    }
     /* model-sized (d, n_q, n_head, n_kv, n_head_kv): a prompt over a padded
      * cache with GQA 4, a short batch with d 128, a decode step with GQA 8;
      * then prompts over a Q8_0 K (the transposed-K scores: d 64 and 128) */
     static const int64_t big[][5] = {{64, 64, 4, 256, 1}, {128, 7, 4, 256, 1}, {64, 1, 32, 256, 4},
-                                     {64, 40, 4, 200, 1}, {128, 9, 8, 100, 2}};
-    for (int c = 0; c < 5; c++) {
+                                     {64, 40, 4, 200, 1}, {128, 9, 8, 100, 2}, {64, 1, 32, 256, 4},
+                                     {64, 40, 4, 200, 1}, {128, 1, 8, 300, 2}};
+    for (int c = 0; c < 8; c++) {
         struct ut_spec s = spec(UT_K_ATTN, 1);
-        s.type = c < 3 ? LM_TYPE_F16 : LM_TYPE_Q8_0;
-        s.type2 = LM_TYPE_F16;
+        s.type = c < 3 || c == 5 ? LM_TYPE_F16 : LM_TYPE_Q8_0;
+        s.type2 = c < 5 ? LM_TYPE_F16 : LM_TYPE_Q8_0; /* 5..7: a Q8_0 V of rows per cell */
+        s.n[2] = c >= 5;
         const int64_t q[4] = {big[c][0], big[c][1], big[c][2], 1}, kv[4] = {big[c][3], big[c][0], big[c][4], 1};
         memcpy(s.ne, q, sizeof q);
         memcpy(s.ne2, kv, sizeof kv);

@@ -324,19 +324,27 @@ static struct lm_tensor *build_attn(struct lm_ctx *ctx, struct ut_rng *r, const 
         q = ut_input(ctx, r, LM_TYPE_F32, sp->ne, sp->lay[0], -1.0f, 1.0f);
     }
     const int64_t n_kv = sp->ne2[0], d_v = sp->ne2[1], hkv = sp->ne2[2];
-    const int64_t kne[3] = {sp->ne[0], n_kv, hkv}, vne[3] = {n_kv, d_v, hkv};
+    const bool v_rows = sp->n[2] == 1;
+    const int64_t kne[3] = {sp->ne[0], n_kv, hkv}, vne[3] = {n_kv, d_v, hkv}, vrne[3] = {d_v, n_kv, hkv};
     struct lm_tensor *k = attn_kv(ctx, r, sp->type, kne, sp->lay[1] == UT_PAD, false);
-    struct lm_tensor *v = attn_kv(ctx, r, sp->type2, vne, sp->lay[1] == UT_PAD, true);
+    struct lm_tensor *v = attn_kv(ctx, r, sp->type2, v_rows ? vrne : vne, sp->lay[1] == UT_PAD, !v_rows);
     struct lm_tensor *mask = NULL;
     if (sp->sub && !(mask = attn_mask(ctx, r, sp->sub, n_kv, sp->ne[1], sp->n[0])))
         return NULL;
     if (sp->n[1] == 0)
-        return lm_attn(ctx, q, k, v, mask, sp->f[0], sp->f[1]);
-    /* the unfused graph of model/layers.c */
+        return (v_rows ? lm_attn_vrows : lm_attn)(ctx, q, k, v, mask, sp->f[0], sp->f[1]);
+    /* the unfused graph of model/layers.c (V rows: decoded to F32 and transposed first; p is not rounded) */
     const bool rounded = sp->n[1] == 2;
+    if (v_rows && v && v->view_src) { /* a padded cache: cells' rows [d_v, hkv] are a contiguous prefix */
+        struct lm_tensor *vq = lm_view_3d(ctx, v->view_src, d_v, hkv, n_kv, lm_row_size(v->type, d_v), v->nb[1],
+                                          v->view_offs);
+        v = lm_cont(ctx, lm_permute(ctx, lm_cpy(ctx, vq, lm_new_tensor_3d(ctx, LM_TYPE_F32, d_v, hkv, n_kv)), 1, 2, 0, 3));
+    } else if (v_rows) {
+        v = lm_cont(ctx, lm_transpose(ctx, lm_cpy(ctx, v, lm_new_tensor_3d(ctx, LM_TYPE_F32, d_v, n_kv, hkv))));
+    }
     struct lm_tensor *kq = lm_mul_mat(ctx, k, rounded ? round_through(ctx, q, sp->type) : q);
     kq = lm_soft_max_ext(ctx, kq, mask, sp->f[0], sp->f[1]);
-    struct lm_tensor *kqv = lm_mul_mat(ctx, v, rounded ? round_through(ctx, kq, sp->type2) : kq);
+    struct lm_tensor *kqv = lm_mul_mat(ctx, v, rounded && !v_rows ? round_through(ctx, kq, sp->type2) : kq);
     return lm_cont(ctx, lm_permute(ctx, kqv, 0, 2, 1, 3));
 }
 

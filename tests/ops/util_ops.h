@@ -81,7 +81,8 @@ enum ut_kind {
                         hidden); n[0] mask rows; n[1] graph (0 ATTN, 1 the unfused graph of today's model,
                         2 unfused with q and p rounded by explicit CPYs); f[0] scale, f[1] max_bias;
                         lay[0] q layout (PERMUTE: the model's permute(Q, 0, 2, 1, 3)); lay[1] k and v:
-                        CONT, or PAD for views into larger cache tensors laid out as the KV cache's */
+                        CONT, or PAD for views into larger cache tensors laid out as the KV cache's;
+                        n[2] 1: V of rows per cell (lm_attn_vrows, v [d_v, n_kv, n_head_kv]) */
     UT_K_TRAIN,      /* sub: a training op (LM_OP_GET_ROWS_BACK...); per op (util_build.c, build_train):
                         GET_ROWS_BACK dy ne [K, N] lay[0], like type/ne2 [K, R], n[0]: out-of-range ids;
                         REPEAT_BACK a ne lay[0], like type/ne2; RMS_NORM_BACK, SOFT_MAX_BACK, UNARY_BACK

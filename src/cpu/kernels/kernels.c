@@ -55,6 +55,7 @@ static void fill_generic(struct lm_cpu_kernels *k)
     ty[LM_TYPE_Q5_0].vec_dot = lm_vec_dot_q5_0_q8_0_generic;
     ty[LM_TYPE_Q8_0].vec_dot_type = LM_TYPE_Q8_0;
     ty[LM_TYPE_Q8_0].vec_dot = lm_vec_dot_q8_0_q8_0_generic;
+    ty[LM_TYPE_Q8_0].vec_mad_rows = lm_vec_mad_rows_q8_0_generic;
     ty[LM_TYPE_Q4_0].gemm_x8 = lm_gemm_q4_0x8_q8_0_generic;
     ty[LM_TYPE_Q4_0].gemm_vt = LM_TYPE_Q8_0;
     ty[LM_TYPE_Q4_0].gemm_sums = true;

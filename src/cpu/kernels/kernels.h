@@ -113,6 +113,17 @@ static inline size_t lm_kt_block_bytes(enum lm_type t, int64_t d)
     return t == LM_TYPE_Q8_0 ? (size_t)(d / 32) * LM_KT_Q8_BLOCK : (size_t)d * LM_KT_CELLS * sizeof(float);
 }
 
+/* P.V over a V cache of rows per cell (optional slot, Q8_0: attention over
+ * a quantized V cache), nq items sharing one list of cells: for q < nq and
+ * e < d, out[q][e] = sum over k < len[q] of p[q][k] * x_k[e], where x_k is
+ * the row at x + (idx ? idx[k] : k) * bx (d elements of the type, whole
+ * blocks) decoded as to_float decodes it. Each out[q][e] is one sum in k
+ * order from 0: a multiply and an add (generic) or an FMA (SIMD levels), so
+ * an item's bits depend only on its own p, its cells and the level, not on
+ * nq or the other items. 1 <= nq <= LM_VEC_DOT_TILE_MAX. */
+typedef void (*lm_vec_mad_rows_fn)(int64_t d, int nq, const int64_t *len, float *const *out, const void *x,
+                                   size_t bx, const int32_t *idx, const float *const *p);
+
 /* GEMM over one group of 8 repacked weight rows (cpu/repack.h): for r < 8 and
  * c < nc, s[c * ldc + r] = dot(row r of the group x, activation row c), where
  * activation row c (k elements of the weight type's vec_dot_type) is at
@@ -175,6 +186,7 @@ struct lm_cpu_type_kernels {
     lm_vec_dot_cols_fn vec_dot_cols; /* one row against several y, or NULL (call vec_dot per column) */
     lm_vec_dot_tile_fn vec_dot_tile; /* several rows against several y, or NULL */
     lm_vec_dot_kt_fn vec_dot_kt;     /* scores from a transposed K (vec_dot's bits), or NULL */
+    lm_vec_mad_rows_fn vec_mad_rows; /* P.V over V rows per cell (a quantized V cache), or NULL */
     lm_kt_pack_fn vec_dot_kt_pack;   /* its layout (set with vec_dot_kt) */
     lm_from_float_fn from_float; /* NULL: the type cannot be encoded here */
     lm_to_float_fn to_float;     /* NULL only for integer types */
@@ -282,6 +294,8 @@ void lm_vec_dot_q4_1_q8_1_generic(int64_t n, float *s, const void *x, const void
 void lm_vec_dot_q5_0_q8_0_generic(int64_t n, float *s, const void *x, const void *y);
 void lm_vec_dot_q5_1_q8_1_generic(int64_t n, float *s, const void *x, const void *y);
 void lm_vec_dot_q8_0_q8_0_generic(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_mad_rows_q8_0_generic(int64_t d, int nq, const int64_t *len, float *const *out, const void *x, size_t bx,
+                                  const int32_t *idx, const float *const *p);
 
 void lm_vec_dot_q2_K_q8_K_generic(int64_t n, float *s, const void *x, const void *y);
 void lm_vec_dot_q3_K_q8_K_generic(int64_t n, float *s, const void *x, const void *y);
@@ -362,6 +376,8 @@ void lm_vec_dot_q4_1_q8_1_avx2(int64_t n, float *s, const void *x, const void *y
 void lm_vec_dot_q5_0_q8_0_avx2(int64_t n, float *s, const void *x, const void *y);
 void lm_vec_dot_q5_1_q8_1_avx2(int64_t n, float *s, const void *x, const void *y);
 void lm_vec_dot_q8_0_q8_0_avx2(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_mad_rows_q8_0_avx2(int64_t d, int nq, const int64_t *len, float *const *out, const void *x, size_t bx,
+                               const int32_t *idx, const float *const *p);
 void lm_vec_dot_q2_K_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
 void lm_vec_dot_q3_K_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
 void lm_vec_dot_q4_K_q8_K_avx2(int64_t n, float *s, const void *x, const void *y);
@@ -410,6 +426,8 @@ void lm_vec_dot_q4_1_q8_1_avx512(int64_t n, float *s, const void *x, const void 
 void lm_vec_dot_q5_0_q8_0_avx512(int64_t n, float *s, const void *x, const void *y);
 void lm_vec_dot_q5_1_q8_1_avx512(int64_t n, float *s, const void *x, const void *y);
 void lm_vec_dot_q8_0_q8_0_avx512(int64_t n, float *s, const void *x, const void *y);
+void lm_vec_mad_rows_q8_0_avx512(int64_t d, int nq, const int64_t *len, float *const *out, const void *x, size_t bx,
+                                 const int32_t *idx, const float *const *p);
 void lm_vec_dot_q2_K_q8_K_avx512(int64_t n, float *s, const void *x, const void *y);
 void lm_vec_dot_q3_K_q8_K_avx512(int64_t n, float *s, const void *x, const void *y);
 void lm_vec_dot_q4_K_q8_K_avx512(int64_t n, float *s, const void *x, const void *y);

@@ -53,6 +53,12 @@
  * K out once in blocks of 16 cells (build_ktr: F16 widened, Q8_0 codes
  * grouped by 4 with their sums) and the tiles' scores come from there, 16
  * cells per register, with vec_dot's bits.
+ *
+ * A V of rows per cell (lm_attn_vrows: a Q8_0 V cache) keeps the
+ * probabilities in float and each item's P.V is the table's vec_mad_rows
+ * over its visible cells in cell order (in place when they have no hole,
+ * through their indices otherwise), in every path: per item, tiles (their K
+ * side as above) and gathered tiles, so those agree bit for bit as well.
  */
 #include <math.h>
 #include <string.h>
@@ -85,6 +91,9 @@ struct attn_ctx {
     size_t ts_stride, tp_stride, ti_stride;
     size_t kg_off, vt_off;            /* per thread: gathered K rows, gathered V columns (one query's cells) */
     lm_vec_dot_kt_fn kscore;          /* scores from a transposed K (prompt batches), or NULL */
+    bool v_rows;                      /* v [d_v, n_kv, n_head_kv], one row per cell (a quantized V cache) */
+    lm_vec_mad_rows_fn vmad;          /* its P.V (float p, no rounding) */
+    size_t vo_off;                    /* per thread: an output row when dst's rows are strided */
     lm_kt_pack_fn kpack;              /* its layout */
     size_t ktr_off;                   /* per thread: one kv head's transposed K */
 };
@@ -102,16 +111,21 @@ static void attn_init(struct attn_ctx *c, const struct lm_tensor *dst, const str
     c->n_kv = c->k->ne[1];
     c->n_head_kv = c->k->ne[2];
     c->ratio = c->n_head / c->n_head_kv;
-    c->d_v = c->v->ne[1];
+    c->v_rows = lm_get_op_i32(dst, 2) != 0;
+    c->d_v = c->v_rows ? c->v->ne[0] : c->v->ne[1];
     c->scale = lm_get_op_f32(dst, 0);
     c->max_bias = lm_get_op_f32(dst, 1);
     const struct lm_cpu_type_kernels *kk = &kern->type[c->k->type], *vk = &kern->type[c->v->type];
     c->kt = kk->vec_dot_type;
-    c->vt = vk->vec_dot_type;
+    c->vt = c->v_rows ? LM_TYPE_F32 : vk->vec_dot_type; /* rows: p stays float (vec_mad_rows) */
     c->kdot = kk->vec_dot;
     c->kdot_rows = kk->vec_dot_rows;
-    c->vdot_rows = vk->vec_dot_rows;
-    c->vdot = vk->vec_dot;
+    if (c->v_rows) {
+        c->vmad = vk->vec_mad_rows;
+    } else {
+        c->vdot_rows = vk->vec_dot_rows;
+        c->vdot = vk->vec_dot;
+    }
     c->kenc = kern->type[c->kt].from_float;
     c->venc = kern->type[c->vt].from_float;
     c->exp_sum = kern->exp_sum;
@@ -123,14 +137,16 @@ static void attn_init(struct attn_ctx *c, const struct lm_tensor *dst, const str
     c->pc_off = c->s_off + lm_cpu_pad((size_t)c->n_kv * sizeof(float));
     c->idx_off = c->pc_off + lm_cpu_pad(lm_row_size(c->vt, c->n_kv));
     c->vg_off = c->idx_off + lm_cpu_pad((size_t)c->n_kv * sizeof(int32_t));
-    /* V is F32, F16 or BF16 (a transposed cache cannot hold blocks): one element per cell */
-    const size_t ves = lm_type_traits(c->v->type)->blck_size == 1 ? lm_type_traits(c->v->type)->type_size : 0;
-    c->per_thread = c->vg_off + lm_cpu_pad((size_t)GATHER_CH * (size_t)c->n_kv * ves);
-    if ((c->kt == LM_TYPE_F16 || c->kt == LM_TYPE_Q8_0) && c->vt == LM_TYPE_F16 && kk->vec_dot_tile &&
-        vk->vec_dot_tile && c->k->nb[0] == lm_type_size(c->k->type) && c->v->nb[0] == 2 &&
-        dst->nb[0] == sizeof(float)) {
+    /* a transposed V is F32, F16 or BF16 (a transposed cache cannot hold blocks): one element per cell */
+    const size_t ves = c->v_rows ? 0 : lm_type_traits(c->v->type)->type_size;
+    c->vo_off = c->vg_off + lm_cpu_pad((size_t)GATHER_CH * (size_t)c->n_kv * ves);
+    c->per_thread = c->vo_off + (c->v_rows ? lm_cpu_pad((size_t)c->d_v * sizeof(float)) : 0);
+    const bool v_tiles = c->v_rows ? c->vmad != NULL
+                                   : c->vt == LM_TYPE_F16 && vk->vec_dot_tile && c->v->nb[0] == 2;
+    if ((c->kt == LM_TYPE_F16 || c->kt == LM_TYPE_Q8_0) && kk->vec_dot_tile && v_tiles &&
+        c->k->nb[0] == lm_type_size(c->k->type) && dst->nb[0] == sizeof(float)) {
         c->ktile = kk->vec_dot_tile;
-        c->vtile = vk->vec_dot_tile;
+        c->vtile = c->v_rows ? NULL : vk->vec_dot_tile; /* rows: each item's vec_mad_rows */
         c->widen = kern->type[LM_TYPE_F16].to_float;
         /* room for whole blocks of cells past n_kv (the transposed-K scores) */
         c->ts_stride = lm_cpu_pad((size_t)(c->n_kv + LM_KT_CELLS) * sizeof(float));
@@ -350,6 +366,19 @@ static void gather_v(const struct attn_ctx *c, char *out, const int32_t *idx, in
 static void attn_pv(const struct attn_ctx *c, char *scratch, char *out, size_t out_stride, const void *pc,
                     const int32_t *idx, int64_t n, int64_t g, bool holes)
 {
+    if (c->v_rows) { /* V rows per cell: pc is the float p of the cells */
+        const char *vbase = (const char *)c->v->data + g * (int64_t)c->v->nb[2];
+        float *o = out_stride == sizeof(float) ? (float *)out : (float *)(scratch + c->vo_off);
+        const float *p = pc;
+        if (holes)
+            c->vmad(c->d_v, 1, &n, &o, vbase, c->v->nb[1], idx, &p);
+        else
+            c->vmad(c->d_v, 1, &n, &o, vbase + (int64_t)idx[0] * (int64_t)c->v->nb[1], c->v->nb[1], NULL, &p);
+        if (o != (float *)out)
+            for (int64_t e = 0; e < c->d_v; e++)
+                *(float *)(out + e * (int64_t)out_stride) = o[e];
+        return;
+    }
     if (!holes) { /* visible cells contiguous from idx[0]: V read in place */
         const char *vbase = (const char *)c->v->data + (int64_t)idx[0] * (int64_t)c->v->nb[0] +
                             g * (int64_t)c->v->nb[2];
@@ -423,9 +452,9 @@ static void attn_gathered(const struct attn_ctx *c, char *scratch, struct lm_ten
     for (int q = 0; q < m; q++)
         len[q] = c->d;
     c->ktile(n, m, len, sq, kg, krb, qf);
-    /* V columns: runs of consecutive cells copied whole */
+    /* V columns: runs of consecutive cells copied whole (V rows: read in place) */
     const char *vbase = (const char *)c->v->data + g * (int64_t)c->v->nb[2];
-    for (int64_t k0 = 0; k0 < n;) {
+    for (int64_t k0 = 0; k0 < n && !c->v_rows;) {
         int64_t k1 = k0 + 1;
         while (k1 < n && idx[k1] == idx[k1 - 1] + 1)
             k1++;
@@ -436,6 +465,7 @@ static void attn_gathered(const struct attn_ctx *c, char *scratch, struct lm_ten
     }
     float *out[LM_VEC_DOT_TILE_MAX];
     const void *pf[LM_VEC_DOT_TILE_MAX];
+    const float *pr[LM_VEC_DOT_TILE_MAX]; /* V rows: each head's float p */
     for (int q = 0; q < m; q++) {
         const float slope = lm_cpu_alibi_slope(c->max_bias, c->n_head, ht[q]);
         float *s = sq[q], max = -INFINITY;
@@ -445,14 +475,21 @@ static void attn_gathered(const struct attn_ctx *c, char *scratch, struct lm_ten
             max = w > max ? w : max;
         }
         normalize(c, s, n, max);
+        out[q] = (float *)((char *)dst->data + ht[q] * (int64_t)dst->nb[1] + i * (int64_t)dst->nb[2]);
+        len[q] = n;
+        if (c->v_rows) { /* V rows read in place through the cells' indices, all m heads at once below */
+            pr[q] = s;
+            continue;
+        }
         float *p = (float *)(scratch + c->tp_off + (size_t)q * c->tp_stride);
         c->venc(s, scratch + c->pc_off, n);
         c->widen(scratch + c->pc_off, p, n);
         pf[q] = p;
-        out[q] = (float *)((char *)dst->data + ht[q] * (int64_t)dst->nb[1] + i * (int64_t)dst->nb[2]);
-        len[q] = n;
     }
-    c->vtile(c->d_v, m, len, out, vg, vrb, pf);
+    if (c->v_rows)
+        c->vmad(c->d_v, m, len, out, vbase, c->v->nb[1], idx, pr);
+    else
+        c->vtile(c->d_v, m, len, out, vg, vrb, pf);
 }
 
 /* Items (query it[t], head ht[t]) of kv head g, nt <= LM_VEC_DOT_TILE_MAX,
@@ -462,6 +499,7 @@ static void attn_tile(const struct attn_ctx *c, char *scratch, struct lm_tensor 
 {
     float *sq[LM_VEC_DOT_TILE_MAX], *out[LM_VEC_DOT_TILE_MAX];
     const void *qf[LM_VEC_DOT_TILE_MAX], *pf[LM_VEC_DOT_TILE_MAX];
+    const float *pr[LM_VEC_DOT_TILE_MAX]; /* V rows: the items' float p */
     int64_t len[LM_VEC_DOT_TILE_MAX], n[LM_VEC_DOT_TILE_MAX], lo = INT64_MAX, hi = 0;
     int m = 0, slot[LM_VEC_DOT_TILE_MAX];
     for (int t = 0; t < nt; t++) {
@@ -520,12 +558,21 @@ static void attn_tile(const struct attn_ctx *c, char *scratch, struct lm_tensor 
         int32_t *idx = (int32_t *)(scratch + c->ti_off + (size_t)q * c->ti_stride);
         n[q] = attn_softmax(c, NULL, sq[q], idx, it[t], ht[t], l, h);
         char *o = (char *)dst->data + ht[t] * (int64_t)dst->nb[1] + it[t] * (int64_t)dst->nb[2];
-        c->venc(sq[q] + l, scratch + c->pc_off, n[q]);
+        if (c->v_rows && !(n[q] == h - l && (pvlo < 0 || l == pvlo))) { /* holes or another start: alone */
+            attn_pv(c, scratch, o, dst->nb[0], sq[q] + l, idx, n[q], g, n[q] != h - l);
+            continue;
+        }
+        if (!c->v_rows)
+            c->venc(sq[q] + l, scratch + c->pc_off, n[q]);
         if (n[q] == h - l && (pvlo < 0 || l == pvlo)) {
-            float *p = (float *)(scratch + c->tp_off + (size_t)pv * c->tp_stride);
-            c->widen(scratch + c->pc_off, p, n[q]);
+            float *p = sq[q] + l; /* V rows: the float p in place */
+            if (!c->v_rows) {
+                p = (float *)(scratch + c->tp_off + (size_t)pv * c->tp_stride);
+                c->widen(scratch + c->pc_off, p, n[q]);
+            }
             pvlo = l;
             pf[pv] = p;
+            pr[pv] = p;
             out[pv] = (float *)o;
             len[pv] = n[q];
             pv++;
@@ -533,7 +580,10 @@ static void attn_tile(const struct attn_ctx *c, char *scratch, struct lm_tensor 
         }
         attn_pv(c, scratch, o, dst->nb[0], scratch + c->pc_off, idx, n[q], g, n[q] != h - l);
     }
-    if (pv) {
+    if (pv && c->v_rows) {
+        const char *vbase = (const char *)c->v->data + pvlo * (int64_t)c->v->nb[1] + g * (int64_t)c->v->nb[2];
+        c->vmad(c->d_v, pv, len, out, vbase, c->v->nb[1], NULL, pr);
+    } else if (pv) {
         const char *vbase = (const char *)c->v->data + pvlo * (int64_t)c->v->nb[0] + g * (int64_t)c->v->nb[2];
         c->vtile(c->d_v, pv, len, out, vbase, c->v->nb[1], pf);
     }

@@ -106,3 +106,22 @@ void lm_vec_dot_q5_1_q8_1_generic(int64_t n, float *s, const void *vx, const voi
     }
     *s = sumf;
 }
+
+/* Contract: kernels.h. */
+void lm_vec_mad_rows_q8_0_generic(int64_t d, int nq, const int64_t *len, float *const *out, const void *x, size_t bx,
+                                  const int32_t *idx, const float *const *p)
+{
+    for (int q = 0; q < nq; q++) {
+        float *o = out[q];
+        for (int64_t e = 0; e < d; e++)
+            o[e] = 0.0f;
+        for (int64_t k = 0; k < len[q]; k++) {
+            const struct lm_block_q8_0 *row = (const void *)((const char *)x + (size_t)(idx ? idx[k] : k) * bx);
+            for (int64_t b = 0; b < d / LM_QK; b++) {
+                const float s = lm_fp16_to_fp32(row[b].d);
+                for (int j = 0; j < LM_QK; j++)
+                    o[b * LM_QK + j] += p[q][k] * (s * (float)row[b].qs[j]);
+            }
+        }
+    }
+}

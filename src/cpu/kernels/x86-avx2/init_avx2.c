@@ -16,6 +16,7 @@ void lm_cpu_kernels_init_avx2(struct lm_cpu_kernels *k)
     lm_cpu_set_dot(k, LM_TYPE_Q5_0, lm_vec_dot_q5_0_q8_0_avx2);
     lm_cpu_set_dot(k, LM_TYPE_Q5_1, lm_vec_dot_q5_1_q8_1_avx2);
     lm_cpu_set_dot(k, LM_TYPE_Q8_0, lm_vec_dot_q8_0_q8_0_avx2);
+    k->type[LM_TYPE_Q8_0].vec_mad_rows = lm_vec_mad_rows_q8_0_avx2; /* a Q8_0 V cache's P.V */
     lm_cpu_set_dot(k, LM_TYPE_Q2_K, lm_vec_dot_q2_K_q8_K_avx2);
     lm_cpu_set_dot(k, LM_TYPE_Q3_K, lm_vec_dot_q3_K_q8_K_avx2);
     lm_cpu_set_dot(k, LM_TYPE_Q4_K, lm_vec_dot_q4_K_q8_K_avx2);

@@ -115,3 +115,47 @@ DOT0_KERNEL(lm_vec_dot_q5_0_q8_0_avx2, struct lm_block_q5_0, isum_q5_0)
 DOT0_KERNEL(lm_vec_dot_q8_0_q8_0_avx2, struct lm_block_q8_0, isum_q8_0)
 DOT1_KERNEL(lm_vec_dot_q4_1_q8_1_avx2, struct lm_block_q4_1, isum_q4_1)
 DOT1_KERNEL(lm_vec_dot_q5_1_q8_1_avx2, struct lm_block_q5_1, isum_q5_1)
+
+/* Blocks [b0, b0 + NB) of one item's output over its n cells: 4 NB
+ * accumulators of 8 channels, each cell's row decoded as to_float decodes
+ * it, then one FMA chain per lane in cell order. */
+static inline __attribute__((always_inline)) void mad_rows_panel(const int NB, int64_t b0, int64_t n, float *out,
+                                                                 const void *x, size_t bx, const int32_t *idx,
+                                                                 const float *p)
+{
+    enum { BS = 34 };
+    __m256 acc[8];
+    for (int i = 0; i < 4 * NB; i++)
+        acc[i] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < n; k++) {
+        const uint8_t *row = (const uint8_t *)x + (size_t)(idx ? idx[k] : k) * bx + (size_t)b0 * BS;
+        const __m256 pk = _mm256_set1_ps(p[k]);
+        for (int b = 0; b < NB; b++) {
+            const uint8_t *blk = row + (size_t)b * BS;
+            lm_fp16 h;
+            memcpy(&h, blk, sizeof h);
+            const __m256 sc = _mm256_set1_ps(avx2_f16(h));
+            for (int i = 0; i < 4; i++) {
+                const __m256i c = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2 + 8 * i)));
+                acc[4 * b + i] = _mm256_fmadd_ps(pk, _mm256_mul_ps(sc, _mm256_cvtepi32_ps(c)), acc[4 * b + i]);
+            }
+        }
+    }
+    for (int b = 0; b < NB; b++)
+        for (int i = 0; i < 4; i++)
+            _mm256_storeu_ps(out + (b0 + b) * LM_QK + 8 * i, acc[4 * b + i]);
+}
+
+/* Contract: kernels.h. One item at a time, panels of 2 blocks (64 channels). */
+void lm_vec_mad_rows_q8_0_avx2(int64_t d, int nq, const int64_t *len, float *const *out, const void *x, size_t bx,
+                               const int32_t *idx, const float *const *p)
+{
+    const int64_t nb = d / LM_QK;
+    for (int q = 0; q < nq; q++) {
+        int64_t b0 = 0;
+        for (; b0 + 2 <= nb; b0 += 2)
+            mad_rows_panel(2, b0, len[q], out[q], x, bx, idx, p[q]);
+        if (b0 < nb)
+            mad_rows_panel(1, b0, len[q], out[q], x, bx, idx, p[q]);
+    }
+}

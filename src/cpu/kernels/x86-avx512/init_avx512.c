@@ -46,6 +46,7 @@ void lm_cpu_kernels_init_avx512(struct lm_cpu_kernels *k)
     k->type[LM_TYPE_Q8_0].vec_dot_tile = lm_vec_dot_tile_q8_0_avx512; /* the same, several queries at once */
     k->type[LM_TYPE_Q8_0].vec_dot_kt = lm_vec_dot_kt_q8_0_avx512;     /* and from a transposed K (prompts) */
     k->type[LM_TYPE_Q8_0].vec_dot_kt_pack = lm_kt_pack_q8_0;
+    k->type[LM_TYPE_Q8_0].vec_mad_rows = lm_vec_mad_rows_q8_0_avx512; /* a Q8_0 V cache's P.V */
     lm_cpu_set_dot(k, LM_TYPE_Q2_K, lm_vec_dot_q2_K_q8_K_avx512);
     lm_cpu_set_dot(k, LM_TYPE_Q3_K, lm_vec_dot_q3_K_q8_K_avx512);
     lm_cpu_set_dot(k, LM_TYPE_Q4_K, lm_vec_dot_q4_K_q8_K_avx512);

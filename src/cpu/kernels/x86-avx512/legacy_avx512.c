@@ -393,3 +393,69 @@ void lm_vec_dot_kt_q8_0_avx512(int64_t d, int64_t nb, int nq, float *const *s, c
         }
     }
 }
+
+/* Blocks [b0, b0 + NB) of NQ items' outputs: each cell's row decoded once
+ * (16 channels a register: codes widened, times the block's scale, as
+ * to_float), then one FMA per item and register, 2 NB NQ accumulators. */
+static ALWAYS_INLINE void mad_rows_panel(const int NQ, const int NB, int64_t b0, const int64_t *len, float *const *out,
+                                         const void *x, size_t bx, const int32_t *idx, const float *const *p)
+{
+    enum { BS = 34 };
+    __m512 acc[LM_VEC_DOT_TILE_MAX][8];
+    int64_t kmax = 0;
+    for (int q = 0; q < NQ; q++) {
+        kmax = len[q] > kmax ? len[q] : kmax;
+        for (int i = 0; i < 2 * NB; i++)
+            acc[q][i] = _mm512_setzero_ps();
+    }
+    for (int64_t k = 0; k < kmax; k++) {
+        const uint8_t *row = (const uint8_t *)x + (size_t)(idx ? idx[k] : k) * bx + (size_t)b0 * BS;
+        __m512 v[8];
+        for (int b = 0; b < NB; b++) {
+            const uint8_t *blk = row + (size_t)b * BS;
+            lm_fp16 h;
+            memcpy(&h, blk, sizeof h);
+            const __m512 sc = _mm512_set1_ps(avx512_f16(h));
+            v[2 * b] = _mm512_mul_ps(sc, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 2)))));
+            v[2 * b + 1] = _mm512_mul_ps(sc, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 18)))));
+        }
+        for (int q = 0; q < NQ; q++) {
+            if (k >= len[q])
+                continue;
+            const __m512 pk = _mm512_set1_ps(p[q][k]);
+            for (int i = 0; i < 2 * NB; i++)
+                acc[q][i] = _mm512_fmadd_ps(pk, v[i], acc[q][i]);
+        }
+    }
+    for (int q = 0; q < NQ; q++)
+        for (int i = 0; i < 2 * NB; i++)
+            _mm512_storeu_ps(out[q] + b0 * LM_QK + 16 * i, acc[q][i]);
+}
+
+/* NQ items over every block: panels of 4 blocks (2 for more than 2 items:
+ * at most 16 accumulators), then the rest. */
+static ALWAYS_INLINE void mad_rows_items(const int NQ, int64_t d, const int64_t *len, float *const *out, const void *x,
+                                         size_t bx, const int32_t *idx, const float *const *p)
+{
+    const int64_t nb = d / LM_QK;
+    int64_t b0 = 0;
+    if (NQ <= 2)
+        for (; b0 + 4 <= nb; b0 += 4)
+            mad_rows_panel(NQ, 4, b0, len, out, x, bx, idx, p);
+    for (; b0 + 2 <= nb; b0 += 2)
+        mad_rows_panel(NQ, 2, b0, len, out, x, bx, idx, p);
+    if (b0 < nb)
+        mad_rows_panel(NQ, 1, b0, len, out, x, bx, idx, p);
+}
+
+/* Contract: kernels.h. */
+void lm_vec_mad_rows_q8_0_avx512(int64_t d, int nq, const int64_t *len, float *const *out, const void *x, size_t bx,
+                                 const int32_t *idx, const float *const *p)
+{
+    switch (nq) {
+    case 1: mad_rows_items(1, d, len, out, x, bx, idx, p); break;
+    case 2: mad_rows_items(2, d, len, out, x, bx, idx, p); break;
+    case 3: mad_rows_items(3, d, len, out, x, bx, idx, p); break;
+    default: mad_rows_items(4, d, len, out, x, bx, idx, p); break;
+    }
+}
