@@ -587,21 +587,41 @@ static void attn_case(struct runner *R, struct ut_spec *s)
 #endif
 }
 
+/* ATTN cases' query counts, cell counts and ALiBi max_bias values */
+static const int64_t attn_qs[] = {1, 7, 64, 1, 3};
+static const int64_t attn_kvs[] = {32, 64, 256, 33, 1, 100};
+static const float attn_biases[] = {8.0f, 2.5f};
+
+/* An ATTN case over caches of blocks (spec s with its types and layout
+ * flag set): d and d_v, 1-2 kv heads with GQA 1 or 4, random cell counts,
+ * query counts kept small, padded caches half the time. */
+static void attn_block_case(struct runner *R, struct ut_spec *s, int64_t d, int64_t d_v)
+{
+    const int64_t hkv = rint_(R, 2) + 1, nh = hkv * (rint_(R, 2) ? 4 : 1), n_kv = PICK(attn_kvs);
+    const int64_t nq = (d + d_v) * nh * n_kv > 400000 ? 1 : PICK(attn_qs);
+    const int64_t q[4] = {d, nq, nh, 1}, kv[4] = {n_kv, d_v, hkv, 1};
+    memcpy(s->ne, q, sizeof q);
+    memcpy(s->ne2, kv, sizeof kv);
+    s->n[0] = nq + rint_(R, 3);
+    s->f[0] = 1.0f / sqrtf((float)d);
+    s->f[1] = s->sub == 2 ? attn_biases[rint_(R, 2)] : 0.0f;
+    s->lay[0] = rint_(R, 2) ? UT_PERMUTE : ut_rng_layout(&R->master);
+    s->lay[1] = rint_(R, 2) ? UT_PAD : UT_CONT;
+    attn_case(R, s);
+}
+
 static void gen_attn(struct runner *R)
 {
     static const int64_t ds[] = {8, 64, 128, 7, 64};
-    static const int64_t qs[] = {1, 7, 64, 1, 3};
-    static const int64_t kvs[] = {32, 64, 256, 33, 1, 100};
     static const enum lm_type types[] = {LM_TYPE_F16, LM_TYPE_F32, LM_TYPE_BF16};
-    static const float biases[] = {8.0f, 2.5f};
     for (int c = 0; c < 72; c++) {
         struct ut_spec s = spec(UT_K_ATTN, c % 6);
         s.type = s.type2 = types[c / 6 % 3];
         if (c % 12 == 11)
             s.type2 = types[(c / 6 + 1) % 3]; /* k and v of different types */
         const int64_t d = PICK(ds), ratio = rint_(R, 2) ? 4 : 1;
-        int64_t hkv = rint_(R, 2) + 1, nq = PICK(qs);
-        const int64_t n_kv = PICK(kvs);
+        int64_t hkv = rint_(R, 2) + 1, nq = PICK(attn_qs);
+        const int64_t n_kv = PICK(attn_kvs);
         const bool alibi = s.sub == 2 || (s.sub && c % 8 == 7);
         int64_t nh = ratio * hkv;
         if (alibi) { /* 5 heads: the m1 branch of the slopes */
@@ -619,7 +639,7 @@ static void gen_attn(struct runner *R)
         memcpy(s.ne2, kv, sizeof kv);
         s.n[0] = nq + rint_(R, 3); /* padded mask rows */
         s.f[0] = rint_(R, 3) ? 1.0f / sqrtf((float)d) : (rint_(R, 2) ? 1.0f : 0.3f);
-        s.f[1] = alibi ? biases[rint_(R, 2)] : 0.0f;
+        s.f[1] = alibi ? attn_biases[rint_(R, 2)] : 0.0f;
         s.lay[0] = rint_(R, 2) ? UT_PERMUTE : ut_rng_layout(&R->master);
         s.lay[1] = rint_(R, 2) ? UT_PAD : UT_CONT;
         attn_case(R, &s);
@@ -630,17 +650,8 @@ static void gen_attn(struct runner *R)
         struct ut_spec s = spec(UT_K_ATTN, c % 4);
         s.type = LM_TYPE_Q8_0;
         s.type2 = types[c % 3];
-        const int64_t d = PICK(qds), hkv = rint_(R, 2) + 1, nh = hkv * (rint_(R, 2) ? 4 : 1);
-        const int64_t n_kv = PICK(kvs), nq = d * nh * n_kv > 200000 ? 1 : PICK(qs);
-        const int64_t q[4] = {d, nq, nh, 1}, kv[4] = {n_kv, d, hkv, 1};
-        memcpy(s.ne, q, sizeof q);
-        memcpy(s.ne2, kv, sizeof kv);
-        s.n[0] = nq + rint_(R, 3);
-        s.f[0] = 1.0f / sqrtf((float)d);
-        s.f[1] = s.sub == 2 ? biases[rint_(R, 2)] : 0.0f;
-        s.lay[0] = rint_(R, 2) ? UT_PERMUTE : ut_rng_layout(&R->master);
-        s.lay[1] = rint_(R, 2) ? UT_PAD : UT_CONT;
-        attn_case(R, &s);
+        const int64_t d = PICK(qds);
+        attn_block_case(R, &s, d, d);
     }
     /* a Q8_0 V cache of rows per cell (lm_attn_vrows) under F16 and Q8_0 K,
      * every mask kind (4 and 5: holes, the gathered tiles), padded caches */
@@ -649,18 +660,8 @@ static void gen_attn(struct runner *R)
         s.type = c % 3 == 2 ? LM_TYPE_Q8_0 : LM_TYPE_F16;
         s.type2 = LM_TYPE_Q8_0;
         s.n[2] = 1;
-        const int64_t d = PICK(qds), d_v = rint_(R, 3) ? d : PICK(qds), hkv = rint_(R, 2) + 1;
-        const int64_t nh = hkv * (rint_(R, 2) ? 4 : 1), n_kv = PICK(kvs);
-        const int64_t nq = (d + d_v) * nh * n_kv > 400000 ? 1 : PICK(qs);
-        const int64_t q[4] = {d, nq, nh, 1}, kv[4] = {n_kv, d_v, hkv, 1};
-        memcpy(s.ne, q, sizeof q);
-        memcpy(s.ne2, kv, sizeof kv);
-        s.n[0] = nq + rint_(R, 3);
-        s.f[0] = 1.0f / sqrtf((float)d);
-        s.f[1] = s.sub == 2 ? biases[rint_(R, 2)] : 0.0f;
-        s.lay[0] = rint_(R, 2) ? UT_PERMUTE : ut_rng_layout(&R->master);
-        s.lay[1] = rint_(R, 2) ? UT_PAD : UT_CONT;
-        attn_case(R, &s);
+        const int64_t d = PICK(qds), d_v = rint_(R, 3) ? d : PICK(qds);
+        attn_block_case(R, &s, d, d_v);
     }
     /* model-sized (d, n_q, n_head, n_kv, n_head_kv): a prompt over a padded
      * cache with GQA 4, a short batch with d 128, a decode step with GQA 8;
