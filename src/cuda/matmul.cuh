@@ -80,6 +80,15 @@ void lm_cu_f16_chunk(int64_t K, int64_t M, int64_t A2, int64_t *mt, int64_t *na)
 lm_status lm_cu_dequant_f16(struct lm_cu_ctx *c, enum lm_type t, const mm_weights &w, int64_t K, int64_t m0, int64_t mc,
                             int64_t i2, int64_t na, int64_t i3, __half *ah);
 
+/* True when the decoders (dequant.cuh) read block type t. */
+bool lm_cu_decode_ok(enum lm_type t);
+
+/* Every row of src (a block type lm_cu_decode_ok takes, rows of whole blocks,
+ * any row strides) decoded into out as F32 rows of src->ne[0], row after row
+ * in src's order (CPY and CONT of a block type into contiguous F32), by
+ * GET_ROWS's kernel on c's stream. LM_OK, LM_ERR_NOMEM or a launch error. */
+lm_status lm_cu_decode_rows(struct lm_cu_ctx *c, const struct lm_tensor *src, float *out);
+
 /* ---- ops_moe.cu: MUL_MAT_ID batches grouped by expert ---- */
 
 /* True when MUL_MAT_ID node t takes the grouped path: more than MV_MAX_N

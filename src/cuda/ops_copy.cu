@@ -28,6 +28,7 @@
 
 #include "cuda/elem.cuh"
 #include "cuda/cuda_internal.cuh"
+#include "cuda/matmul.cuh" /* lm_cu_decode_rows, is_float_type */
 #include "cuda/quantize.cuh" /* block encoders, lm_cu_gather32 */
 
 /* Every function and kernel here is static at file scope (not in an unnamed
@@ -162,8 +163,6 @@ static __global__ void k_set_rows_quant(const char *a, int64_t a_nb0, int64_t a_
 }
 
 /* ---- host side ---- */
-
-static bool is_float_type(enum lm_type t) { return t == LM_TYPE_F32 || t == LM_TYPE_F16 || t == LM_TYPE_BF16; }
 
 /* t's shape counted in elements (blocks, for block types) along dim 0. */
 static struct lm_cu_shape block_shape(const struct lm_tensor *t)
@@ -336,6 +335,8 @@ bool lm_cu_supports_copy(const struct lm_cu_limits *lim, const struct lm_tensor 
     const enum lm_type s = t->src[0]->type, d = t->type;
     if (s == d || (is_float_type(s) && is_float_type(d)))
         return true;
+    if (lm_type_blck(s) > 1) /* decoded (a quantized V cache read by the unfused attention graph) */
+        return d == LM_TYPE_F32 && lm_cu_decode_ok(s) && lm_is_contiguous(t) && t->src[0]->ne[0] % lm_type_blck(s) == 0;
     return s == LM_TYPE_F32 && has_encoder(d);
 }
 
@@ -357,6 +358,8 @@ lm_status lm_cu_op_copy(struct lm_cu_ctx *c, struct lm_tensor *dst)
         copy_same(c->stream, src, &staged);
         src = &staged;
     }
+    if (lm_type_blck(src->type) > 1 && src->type != dst->type)
+        return lm_cu_decode_rows(c, src, (float *)dst->data);
     copy_any(c->stream, src, dst);
     return lm_cu_launch_status(dst->op == LM_OP_CPY ? "cpy" : "cont");
 }

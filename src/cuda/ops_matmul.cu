@@ -842,6 +842,26 @@ static lm_status get_rows(struct lm_cu_ctx *c, struct lm_tensor *dst)
     return lm_cu_launch_status("get_rows");
 }
 
+bool lm_cu_decode_ok(enum lm_type t) { return quant_ok(t); }
+
+lm_status lm_cu_decode_rows(struct lm_cu_ctx *c, const struct lm_tensor *src, float *out)
+{
+    mm_weights w;
+    lm_status st = lm_cu_weights_of(c, src, &w);
+    if (st)
+        return st;
+    mm_rows_args p = {};
+    p.a = w.data;
+    p.a_nb0 = (int64_t)src->nb[0], p.a_nb1 = w.nb1, p.a_nb2 = w.nb2, p.a_nb3 = w.nb3;
+    p.a_ne1 = src->ne[1], p.a_ne2 = src->ne[2], p.a_ne3 = src->ne[3];
+    p.dst = out;
+    p.K = src->ne[0], p.n1 = src->ne[1], p.n2 = src->ne[2], p.n3 = src->ne[3];
+    p.d_s1 = p.K, p.d_s2 = p.K * p.n1, p.d_s3 = p.d_s2 * p.n2;
+    p.vec = (uintptr_t)out % 16 == 0; /* rows of whole blocks: K floats keep 16-byte alignment */
+    launch_rows_quant<float>(src->type, p, grid_1d(p.n1 * p.n2 * p.n3, ROWS_GRID_MAX), c->stream);
+    return lm_cu_launch_status("decode rows");
+}
+
 /* Every dim of t fits an int (cuBLAS sizes; kernel row counts). */
 static bool dims_fit_int(const struct lm_tensor *t)
 {

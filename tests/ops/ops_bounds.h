@@ -109,7 +109,7 @@ static bool cuda_may_refuse(const struct lm_tensor *t)
 {
     if (t->op == LM_OP_CPY || t->op == LM_OP_CONT) {
         const enum lm_type s = t->src[0]->type, d = t->type;
-        return s != d && (lm_type_blck(s) > 1 || lm_type_blck(d) > 32);
+        return s != d && ((lm_type_blck(s) > 1 && d != LM_TYPE_F32) || lm_type_blck(d) > 32); /* decodes into F32 */
     }
     if (t->op == LM_OP_SET_ROWS)
         return lm_type_blck(t->type) > 32;
