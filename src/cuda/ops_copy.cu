@@ -335,9 +335,31 @@ bool lm_cu_supports_copy(const struct lm_cu_limits *lim, const struct lm_tensor 
     const enum lm_type s = t->src[0]->type, d = t->type;
     if (s == d || (is_float_type(s) && is_float_type(d)))
         return true;
-    if (lm_type_blck(s) > 1) /* decoded (a quantized V cache read by the unfused attention graph) */
-        return d == LM_TYPE_F32 && lm_cu_decode_ok(s) && lm_is_contiguous(t) && t->src[0]->ne[0] % lm_type_blck(s) == 0;
+    if (lm_type_blck(s) > 1) /* decoded: a quantized V cache read by the unfused attention graph, a K cache shifted */
+        return is_float_type(d) && lm_cu_decode_ok(s) && t->src[0]->ne[0] % lm_type_blck(s) == 0;
     return s == LM_TYPE_F32 && has_encoder(d);
+}
+
+/* src (a block type) decoded into the float tensor dst: straight into a
+ * contiguous F32 dst, else through contiguous F32 rows in scratch slot 1
+ * converted into dst's type and strides (flat order either way). */
+static lm_status decode(struct lm_cu_ctx *c, const struct lm_tensor *src, struct lm_tensor *dst)
+{
+    if (dst->type == LM_TYPE_F32 && lm_is_contiguous(dst))
+        return lm_cu_decode_rows(c, src, (float *)dst->data);
+    struct lm_tensor rows = *src;
+    rows.type = LM_TYPE_F32;
+    rows.data = lm_cu_scratch(c, 1, (size_t)lm_nelements(src) * sizeof(float));
+    if (!rows.data)
+        return LM_ERR_NOMEM;
+    rows.nb[0] = sizeof(float);
+    for (int d = 1; d < 4; d++)
+        rows.nb[d] = rows.nb[d - 1] * (size_t)rows.ne[d - 1];
+    lm_status st = lm_cu_decode_rows(c, src, (float *)rows.data);
+    if (st)
+        return st;
+    copy_any(c->stream, &rows, dst);
+    return lm_cu_launch_status("cpy (decoded rows)");
 }
 
 lm_status lm_cu_op_copy(struct lm_cu_ctx *c, struct lm_tensor *dst)
@@ -359,7 +381,7 @@ lm_status lm_cu_op_copy(struct lm_cu_ctx *c, struct lm_tensor *dst)
         src = &staged;
     }
     if (lm_type_blck(src->type) > 1 && src->type != dst->type)
-        return lm_cu_decode_rows(c, src, (float *)dst->data);
+        return decode(c, src, dst);
     copy_any(c->stream, src, dst);
     return lm_cu_launch_status(dst->op == LM_OP_CPY ? "cpy" : "cont");
 }

@@ -103,13 +103,14 @@ static double matmul_floor(const struct ut_spec *sp, int64_t n_out)
 
 #ifdef LM_OPS_CUDA
 /* Nodes the CUDA backend leaves to the CPU by design (the scheduler computes
- * them there): CPY from a quantized type, or into a K-quant (cuda/ops_copy.cu
- * encodes the legacy quants only), and ATTN over a quantized K. */
+ * them there): CPY from a quantized type into another block type, or into a
+ * K-quant (cuda/ops_copy.cu encodes the legacy quants only; it decodes every
+ * block type into floats), ATTN over a quantized K or over V rows. */
 static bool cuda_may_refuse(const struct lm_tensor *t)
 {
     if (t->op == LM_OP_CPY || t->op == LM_OP_CONT) {
         const enum lm_type s = t->src[0]->type, d = t->type;
-        return s != d && ((lm_type_blck(s) > 1 && d != LM_TYPE_F32) || lm_type_blck(d) > 32); /* decodes into F32 */
+        return s != d && ((lm_type_blck(s) > 1 && !lm_op_float_type(d)) || lm_type_blck(d) > 32);
     }
     if (t->op == LM_OP_SET_ROWS)
         return lm_type_blck(t->type) > 32;
