@@ -814,6 +814,18 @@ static lm_status mul_mat_gemm(struct lm_cu_ctx *c, struct lm_tensor *dst)
     return st;
 }
 
+/* The source side of the row kernels' arguments for a (its weights w): its
+ * rows, strides and row length; the caller adds ids, output and counts. */
+static mm_rows_args rows_args(const struct lm_tensor *a, const mm_weights &w)
+{
+    mm_rows_args p = {};
+    p.a = w.data;
+    p.a_nb0 = (int64_t)a->nb[0], p.a_nb1 = w.nb1, p.a_nb2 = w.nb2, p.a_nb3 = w.nb3;
+    p.a_ne1 = a->ne[1], p.a_ne2 = a->ne[2], p.a_ne3 = a->ne[3];
+    p.K = a->ne[0];
+    return p;
+}
+
 /* GET_ROWS: rows of a (any weight type) picked by ids, as F32. */
 static lm_status get_rows(struct lm_cu_ctx *c, struct lm_tensor *dst)
 {
@@ -822,15 +834,12 @@ static lm_status get_rows(struct lm_cu_ctx *c, struct lm_tensor *dst)
     lm_status st = lm_cu_weights_of(c, a, &w);
     if (st)
         return st;
-    mm_rows_args p = {};
-    p.a = w.data;
-    p.a_nb0 = (int64_t)a->nb[0], p.a_nb1 = w.nb1, p.a_nb2 = w.nb2, p.a_nb3 = w.nb3;
-    p.a_ne1 = a->ne[1], p.a_ne2 = a->ne[2], p.a_ne3 = a->ne[3];
+    mm_rows_args p = rows_args(a, w);
     p.ids = (const int32_t *)ids->data;
     p.id_s0 = (int64_t)ids->nb[0] / 4, p.id_s1 = (int64_t)ids->nb[1] / 4, p.id_s2 = (int64_t)ids->nb[2] / 4;
     p.dst = dst->data;
     p.d_s1 = (int64_t)dst->nb[1] / 4, p.d_s2 = (int64_t)dst->nb[2] / 4, p.d_s3 = (int64_t)dst->nb[3] / 4;
-    p.K = a->ne[0], p.n1 = ids->ne[0], p.n2 = ids->ne[1], p.n3 = ids->ne[2];
+    p.n1 = ids->ne[0], p.n2 = ids->ne[1], p.n3 = ids->ne[2];
     p.vec = dst->nb[0] == 4 && aligned_rows(dst, 16);
     const unsigned grid = grid_1d(p.n1 * p.n2 * p.n3, ROWS_GRID_MAX);
     switch (a->type) {
@@ -850,12 +859,9 @@ lm_status lm_cu_decode_rows(struct lm_cu_ctx *c, const struct lm_tensor *src, fl
     lm_status st = lm_cu_weights_of(c, src, &w);
     if (st)
         return st;
-    mm_rows_args p = {};
-    p.a = w.data;
-    p.a_nb0 = (int64_t)src->nb[0], p.a_nb1 = w.nb1, p.a_nb2 = w.nb2, p.a_nb3 = w.nb3;
-    p.a_ne1 = src->ne[1], p.a_ne2 = src->ne[2], p.a_ne3 = src->ne[3];
+    mm_rows_args p = rows_args(src, w);
     p.dst = out;
-    p.K = src->ne[0], p.n1 = src->ne[1], p.n2 = src->ne[2], p.n3 = src->ne[3];
+    p.n1 = src->ne[1], p.n2 = src->ne[2], p.n3 = src->ne[3];
     p.d_s1 = p.K, p.d_s2 = p.K * p.n1, p.d_s3 = p.d_s2 * p.n2;
     p.vec = (uintptr_t)out % 16 == 0; /* rows of whole blocks: K floats keep 16-byte alignment */
     launch_rows_quant<float>(src->type, p, grid_1d(p.n1 * p.n2 * p.n3, ROWS_GRID_MAX), c->stream);
