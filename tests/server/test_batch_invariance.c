@@ -12,9 +12,13 @@
  * step batched with 7 others, and greedy outputs of parallel requests
  * diverged from serial ones within 20 tokens.
  * With a MODEL argument it only reports the largest differences (diagnosis
- * for other weight types; then argv[2] "f32" makes the KV cache F32 and
- * argv[3] sets the thread count). */
+ * for other weight types; then argv[2] "f32" or "q8_0" makes the KV cache
+ * F32 or Q8_0 (V then in rows per cell), argv[3] sets the thread count, and
+ * argv[4] "check" makes differences fail as without a MODEL). Without one it
+ * checks stories260K with an F16 cache and the persimmon fixture (64-wide
+ * heads) with a Q8_0 K and V cache. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,25 +85,25 @@ static double compare(const char *what, const float *a, const float *b, int32_t 
     return d;
 }
 
-int main(int argc, char **argv)
+/* The checks on the model at path with a KV cache of type kv: true when
+ * every batched row equals the row alone; false also when it cannot run. */
+static bool check(const char *path, enum ggml_type kv, uint32_t n_threads)
 {
-    const char *path = argc > 1 ? argv[1] : LM_SHARED_DIR "/models/stories260K.gguf";
     static const char *texts[MAXSEQ] = {"Once upon a time there was a", "The little dog ran", "Lily and Tom",
                                         "One day, a big red", "The sun", "Tim had a red ball and a",
                                         "In the park there were", "Mom said"};
-    llama_backend_init(false);
     struct run r = {0};
     r.model = llama_load_model_from_file(path, llama_model_default_params());
     struct llama_context_params cp = llama_context_default_params();
     cp.n_ctx = 1024;
     cp.n_batch = 512;
-    cp.n_threads = cp.n_threads_batch = argc > 3 ? (uint32_t)atoi(argv[3]) : 2;
-    if (argc > 2 && !strcmp(argv[2], "f32"))
-        cp.type_k = cp.type_v = GGML_TYPE_F32;
+    cp.n_threads = cp.n_threads_batch = n_threads;
+    cp.type_k = cp.type_v = kv;
     r.ctx = r.model ? llama_new_context_with_model(r.model, cp) : NULL;
     if (!r.ctx) {
         fprintf(stderr, "cannot load %s\n", path);
-        return 1;
+        llama_free_model(r.model);
+        return false;
     }
     r.n_vocab = llama_n_vocab(r.model);
     for (int s = 0; s < MAXSEQ; s++)
@@ -109,23 +113,40 @@ int main(int argc, char **argv)
         l[i] = malloc((size_t)r.n_vocab * sizeof(float));
     int rc = decode(&r, 1, 0, l[0]) || decode(&r, MAXSEQ, 0, l[1]) || decode(&r, 1, 1, l[2]) ||
              decode(&r, 2, 1, l[3]) || decode(&r, MAXSEQ, 1, l[4]);
+    bool ok = !rc;
     if (rc) {
         fprintf(stderr, "decode failed\n");
-        return 1;
+    } else {
+        printf("%s (%s cache):\n", path, kv == GGML_TYPE_F32 ? "F32" : kv == GGML_TYPE_Q8_0 ? "Q8_0" : "F16");
+        double d1 = compare("prompt alone vs with 7 other prompts", l[0], l[1], r.n_vocab);
+        double d2 = compare("step alone vs step with 1 other", l[2], l[3], r.n_vocab);
+        double d3 = compare("step alone vs step with 7 others", l[2], l[4], r.n_vocab);
+        compare("prompt at once vs prompt then 1-token step", l[0], l[2], r.n_vocab);
+        ok = d1 == 0.0 && d2 == 0.0 && d3 == 0.0;
     }
-    printf("%s:\n", path);
-    double d1 = compare("prompt alone vs with 7 other prompts", l[0], l[1], r.n_vocab);
-    double d2 = compare("step alone vs step with 1 other", l[2], l[3], r.n_vocab);
-    double d3 = compare("step alone vs step with 7 others", l[2], l[4], r.n_vocab);
-    compare("prompt at once vs prompt then 1-token step", l[0], l[2], r.n_vocab);
-    int ok = d1 == 0.0 && d2 == 0.0 && d3 == 0.0;
     for (int i = 0; i < 5; i++)
         free(l[i]);
     llama_free(r.ctx);
     llama_free_model(r.model);
+    return ok;
+}
+
+int main(int argc, char **argv)
+{
+    llama_backend_init(false);
+    bool ok;
+    if (argc > 1) { /* diagnosis */
+        const enum ggml_type kv = argc > 2 && !strcmp(argv[2], "f32")    ? GGML_TYPE_F32
+                                  : argc > 2 && !strcmp(argv[2], "q8_0") ? GGML_TYPE_Q8_0
+                                                                         : GGML_TYPE_F16;
+        ok = check(argv[1], kv, argc > 3 ? (uint32_t)atoi(argv[3]) : 2);
+        llama_backend_free();
+        return argc > 4 && !strcmp(argv[4], "check") && !ok ? 1 : 0;
+    }
+    /* an F16 cache, and a Q8_0 one (V in rows per cell: 64-wide heads) */
+    ok = check(LM_SHARED_DIR "/models/stories260K.gguf", GGML_TYPE_F16, 2);
+    ok = check(LM_SHARED_DIR "/fixtures/arch/persimmon.gguf", GGML_TYPE_Q8_0, 2) && ok;
     llama_backend_free();
-    if (argc > 1)
-        return 0;
     printf("%s\n", ok ? "ok: bit-identical whatever else is in the batch" : "FAIL: logits depend on the batch");
     return ok ? 0 : 1;
 }
