@@ -50,4 +50,18 @@ rc=$?
 [ $rc -eq 1 ] && grep -qi "error" "$tmp/e.txt" && ok || bad "truncated model: exit $rc"
 "$LAMINA" run --help | grep -q -- "--repeat-penalty" && ok || bad "run --help"
 
+# KV cache types: a Q8_0 K and V cache on 64-wide heads (the persimmon fixture) generates, the same
+# greedy text twice; stories260K's 8-wide heads are not whole Q8_0 blocks: refused with the reason
+for i in 1 2; do
+  "$LAMINA" run -m "$SHARED/fixtures/arch/persimmon.gguf" -n 8 -p "Once upon a time" --temp 0 -t 2 \
+    -ctk q8_0 -ctv q8_0 >"$tmp/q$i.txt" 2>"$tmp/e.txt"
+  rc=$?
+  [ $rc -eq 0 ] && grep -q "generation: 8 tokens" "$tmp/e.txt" && ok || bad "-ctv q8_0: exit $rc: $(tail -2 "$tmp/e.txt")"
+done
+cmp -s "$tmp/q1.txt" "$tmp/q2.txt" && ok || bad "-ctv q8_0: greedy text differs between runs"
+"$LAMINA" run -m "$SHARED/models/stories260K.gguf" -n 4 -p "Once" -ctv q8_0 >/dev/null 2>"$tmp/e.txt"
+rc=$?
+[ $rc -ne 0 ] && [ $rc -lt 128 ] && grep -q "must be whole blocks" "$tmp/e.txt" && ok ||
+  bad "-ctv q8_0 on 8-wide heads: exit $rc: $(tail -2 "$tmp/e.txt")"
+
 finish
