@@ -66,6 +66,11 @@
 #define B_REDUCE 1e-9
 #define B_ROPE 1e-7
 #define B_ATTN_CPU 1e-12
+/* ... except over V rows (a Q8_0 V cache): the fused P.V is vec_mad_rows'
+ * FMA chains over the decoded rows, the unfused one the F32 dot of the
+ * decoded, transposed rows: the same products summed in another order and
+ * rounding, ~n eps^2 of nmse over n cells (seen 1.6e-12 at 4096 cells). */
+#define B_ATTN_CPU_VROWS 1e-10
 #define B_ATTN_REF 1e-8
 /* CUDA fused vs unfused: the unfused graph's scores come from cuBLAS in f32,
  * ATTN's in double (ops_attn.cu), so now and then a probability rounds to

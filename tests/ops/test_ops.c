@@ -583,7 +583,7 @@ static void attn_case(struct runner *R, struct ut_spec *s)
     run_pair(R, s, 1, R->other[0], R->isa[0], B_ATTN_CUDA);
 #elif !defined(LM_OPS_REF_ONLY)
     for (int k = 0; k < R->n_other; k++)
-        run_pair(R, s, 1, R->other[k], R->isa[k], B_ATTN_CPU);
+        run_pair(R, s, 1, R->other[k], R->isa[k], s->n[2] ? B_ATTN_CPU_VROWS : B_ATTN_CPU);
 #endif
 }
 
@@ -665,15 +665,19 @@ static void gen_attn(struct runner *R)
     }
     /* model-sized (d, n_q, n_head, n_kv, n_head_kv): a prompt over a padded
      * cache with GQA 4, a short batch with d 128, a decode step with GQA 8;
-     * then prompts over a Q8_0 K (the transposed-K scores: d 64 and 128) */
+     * then prompts over a Q8_0 K (the transposed-K scores: d 64 and 128);
+     * then (8..11) at depth 4096 (issue 20's depth: a decode step with
+     * GQA 8 and a 16-token batch, causal and with the holes of interleaved
+     * sequences, F16 and Q8_0 caches) */
     static const int64_t big[][5] = {{64, 64, 4, 256, 1}, {128, 7, 4, 256, 1}, {64, 1, 32, 256, 4},
                                      {64, 40, 4, 200, 1}, {128, 9, 8, 100, 2}, {64, 1, 32, 256, 4},
-                                     {64, 40, 4, 200, 1}, {128, 1, 8, 300, 2}};
-    for (int c = 0; c < 8; c++) {
-        struct ut_spec s = spec(UT_K_ATTN, 1);
-        s.type = c < 3 || c == 5 ? LM_TYPE_F16 : LM_TYPE_Q8_0;
-        s.type2 = c < 5 ? LM_TYPE_F16 : LM_TYPE_Q8_0; /* 5..7: a Q8_0 V of rows per cell */
-        s.n[2] = c >= 5;
+                                     {64, 40, 4, 200, 1}, {128, 1, 8, 300, 2}, {64, 1, 32, 4096, 4},
+                                     {64, 16, 8, 4096, 2}, {64, 1, 32, 4096, 4}, {64, 16, 8, 4096, 2}};
+    for (int c = 0; c < 12; c++) {
+        struct ut_spec s = spec(UT_K_ATTN, c >= 8 && c % 2 ? 4 : 1);
+        s.type = c < 3 || c == 5 || c == 8 || c == 9 ? LM_TYPE_F16 : LM_TYPE_Q8_0;
+        s.type2 = c < 5 || c == 8 || c == 9 ? LM_TYPE_F16 : LM_TYPE_Q8_0; /* 5..7, 10, 11: a Q8_0 V of rows per cell */
+        s.n[2] = s.type2 == LM_TYPE_Q8_0;
         const int64_t q[4] = {big[c][0], big[c][1], big[c][2], 1}, kv[4] = {big[c][3], big[c][0], big[c][4], 1};
         memcpy(s.ne, q, sizeof q);
         memcpy(s.ne2, kv, sizeof kv);
