@@ -170,14 +170,16 @@ static void store_kv(struct lm_build *b, int il, struct lm_tensor *k, struct lm_
  * graph build): float K and V; a Q8_0 K or a Q8_0 V (rows per cell) only in
  * host memory (the CPU's attention reads them; the CUDA kernels read float
  * caches, and the unfused graph keeps a GPU's Q8_0 K on the GPU). */
+static bool fused_cache_ok(const struct lm_tensor *t)
+{
+    return lm_op_float_type(t->type) || (t->type == LM_TYPE_Q8_0 && (!t->buffer || lm_buffer_is_host(t->buffer)));
+}
+
 static bool attn_fused(const struct lm_tensor *kl, const struct lm_tensor *vl)
 {
     if (strcmp(lm_env_word_name(LM_ENV_ATTN), "unfused") == 0) /* "fused" when unset or another value */
         return false;
-    const enum lm_type tk = kl->type, tv = vl->type;
-    const bool k_host = !kl->buffer || lm_buffer_is_host(kl->buffer), v_host = !vl->buffer || lm_buffer_is_host(vl->buffer);
-    const bool k_ok = lm_op_float_type(tk) || (tk == LM_TYPE_Q8_0 && k_host);
-    return k_ok && (lm_op_float_type(tv) || (tv == LM_TYPE_Q8_0 && v_host));
+    return fused_cache_ok(kl) && fused_cache_ok(vl);
 }
 
 struct lm_tensor *lm_b_attn(struct lm_build *b, int il, struct lm_tensor *q, struct lm_tensor *k, struct lm_tensor *v,
@@ -203,12 +205,10 @@ struct lm_tensor *lm_b_attn(struct lm_build *b, int il, struct lm_tensor *q, str
         vc = lm_view_3d(ctx, vl, b->n_kv, hv, hp->n_head_kv, lm_row_size(vl->type, kv->size),
                         lm_row_size(vl->type, kv->size) * (size_t)hv, 0);
     struct lm_tensor *cur;
-    if (attn_fused(kl, vl) && v_rows) {
-        struct lm_tensor *o = lm_attn_vrows(ctx, qp, kc, vc, b->inp_mask, kq_scale, hp->f_max_alibi_bias);
-        cur = lm_reshape_2d(ctx, o, hv * hp->n_head, b->n_tokens);
-    } else if (attn_fused(kl, vl)) {
+    if (attn_fused(kl, vl)) {
         /* [hv, n_head, T]: what cont(permute(kqv)) below gives */
-        struct lm_tensor *o = lm_attn(ctx, qp, kc, vc, b->inp_mask, kq_scale, hp->f_max_alibi_bias);
+        struct lm_tensor *o =
+            (v_rows ? lm_attn_vrows : lm_attn)(ctx, qp, kc, vc, b->inp_mask, kq_scale, hp->f_max_alibi_bias);
         cur = lm_reshape_2d(ctx, o, hv * hp->n_head, b->n_tokens);
     } else {
         if (v_rows) { /* the first n_kv cells' rows [hv, n_head_kv] (a contiguous prefix) decoded, then transposed */

@@ -558,27 +558,26 @@ static void attn_tile(const struct attn_ctx *c, char *scratch, struct lm_tensor 
         int32_t *idx = (int32_t *)(scratch + c->ti_off + (size_t)q * c->ti_stride);
         n[q] = attn_softmax(c, NULL, sq[q], idx, it[t], ht[t], l, h);
         char *o = (char *)dst->data + ht[t] * (int64_t)dst->nb[1] + it[t] * (int64_t)dst->nb[2];
-        if (c->v_rows && !(n[q] == h - l && (pvlo < 0 || l == pvlo))) { /* holes or another start: alone */
-            attn_pv(c, scratch, o, dst->nb[0], sq[q] + l, idx, n[q], g, n[q] != h - l);
+        float *p = sq[q] + l; /* V rows: the float p in place; else rounded to v's dot type, widened */
+        const void *pc = p;
+        if (!c->v_rows) {
+            c->venc(p, scratch + c->pc_off, n[q]);
+            pc = scratch + c->pc_off;
+        }
+        if (n[q] != h - l || (pvlo >= 0 && l != pvlo)) { /* holes or another start: alone */
+            attn_pv(c, scratch, o, dst->nb[0], pc, idx, n[q], g, n[q] != h - l);
             continue;
         }
-        if (!c->v_rows)
-            c->venc(sq[q] + l, scratch + c->pc_off, n[q]);
-        if (n[q] == h - l && (pvlo < 0 || l == pvlo)) {
-            float *p = sq[q] + l; /* V rows: the float p in place */
-            if (!c->v_rows) {
-                p = (float *)(scratch + c->tp_off + (size_t)pv * c->tp_stride);
-                c->widen(scratch + c->pc_off, p, n[q]);
-            }
-            pvlo = l;
-            pf[pv] = p;
-            pr[pv] = p;
-            out[pv] = (float *)o;
-            len[pv] = n[q];
-            pv++;
-            continue;
+        if (!c->v_rows) {
+            p = (float *)(scratch + c->tp_off + (size_t)pv * c->tp_stride);
+            c->widen(pc, p, n[q]);
         }
-        attn_pv(c, scratch, o, dst->nb[0], scratch + c->pc_off, idx, n[q], g, n[q] != h - l);
+        pvlo = l;
+        pf[pv] = p;
+        pr[pv] = p;
+        out[pv] = (float *)o;
+        len[pv] = n[q];
+        pv++;
     }
     if (pv && c->v_rows) {
         const char *vbase = (const char *)c->v->data + pvlo * (int64_t)c->v->nb[1] + g * (int64_t)c->v->nb[2];
