@@ -340,6 +340,21 @@ bool lm_cu_supports_copy(const struct lm_cu_limits *lim, const struct lm_tensor 
     return s == LM_TYPE_F32 && has_encoder(d);
 }
 
+/* *out = src's shape as a contiguous tensor of type `type` in scratch slot
+ * `slot` (its other fields src's). LM_ERR_NOMEM when the slot cannot grow. */
+static lm_status scratch_like(struct lm_cu_ctx *c, int slot, const struct lm_tensor *src, enum lm_type type,
+                              struct lm_tensor *out)
+{
+    *out = *src;
+    out->type = type;
+    out->nb[0] = lm_type_size(type);
+    out->nb[1] = lm_row_size(type, src->ne[0]);
+    for (int d = 2; d < 4; d++)
+        out->nb[d] = out->nb[d - 1] * (size_t)src->ne[d - 1];
+    out->data = lm_cu_scratch(c, slot, out->nb[3] * (size_t)src->ne[3]);
+    return out->data ? LM_OK : LM_ERR_NOMEM;
+}
+
 /* src (a block type) decoded into the float tensor dst: straight into a
  * contiguous F32 dst, else through contiguous F32 rows in scratch slot 1
  * converted into dst's type and strides (flat order either way). */
@@ -347,15 +362,10 @@ static lm_status decode(struct lm_cu_ctx *c, const struct lm_tensor *src, struct
 {
     if (dst->type == LM_TYPE_F32 && lm_is_contiguous(dst))
         return lm_cu_decode_rows(c, src, (float *)dst->data);
-    struct lm_tensor rows = *src;
-    rows.type = LM_TYPE_F32;
-    rows.data = lm_cu_scratch(c, 1, (size_t)lm_nelements(src) * sizeof(float));
-    if (!rows.data)
-        return LM_ERR_NOMEM;
-    rows.nb[0] = sizeof(float);
-    for (int d = 1; d < 4; d++)
-        rows.nb[d] = rows.nb[d - 1] * (size_t)rows.ne[d - 1];
-    lm_status st = lm_cu_decode_rows(c, src, (float *)rows.data);
+    struct lm_tensor rows;
+    lm_status st = scratch_like(c, 1, src, LM_TYPE_F32, &rows);
+    if (!st)
+        st = lm_cu_decode_rows(c, src, (float *)rows.data);
     if (st)
         return st;
     copy_any(c->stream, &rows, dst);
@@ -369,14 +379,9 @@ lm_status lm_cu_op_copy(struct lm_cu_ctx *c, struct lm_tensor *dst)
         return LM_OK;
     struct lm_tensor staged;
     if (overlap(src, dst)) { /* gather the source first, as ref does */
-        staged = *src;
-        staged.data = lm_cu_scratch(c, 0, lm_row_size(src->type, src->ne[0]) * (size_t)lm_nrows(src));
-        if (!staged.data)
-            return LM_ERR_NOMEM;
-        staged.nb[0] = lm_type_size(src->type);
-        staged.nb[1] = lm_row_size(src->type, src->ne[0]);
-        for (int d = 2; d < 4; d++)
-            staged.nb[d] = staged.nb[d - 1] * (size_t)src->ne[d - 1];
+        lm_status st = scratch_like(c, 0, src, src->type, &staged);
+        if (st)
+            return st;
         copy_same(c->stream, src, &staged);
         src = &staged;
     }
