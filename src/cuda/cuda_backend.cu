@@ -400,13 +400,13 @@ static bool supports(const struct lm_cu_ctx *c, const struct lm_tensor *t)
 bool lm_cu_graph_capturable(const struct lm_graph *g)
 {
     /* a graph without a matrix product (a K shift, a copy) is rare and short: capturing it would only add
-     * an instantiation; one with a batch's product calls cuBLAS and changes shape every time */
+     * an instantiation; one with a large batch's product calls cuBLAS and changes shape every time */
     bool any = false;
     for (int i = 0; i < g->n_nodes; i++) {
         const struct lm_tensor *t = g->nodes[i];
         if (t->op != LM_OP_MUL_MAT && t->op != LM_OP_MUL_MAT_ID)
             continue;
-        if (!lm_cu_matmul_is_decode(t))
+        if (!lm_cu_matmul_capturable(t))
             return false;
         any = true;
     }

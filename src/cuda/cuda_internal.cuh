@@ -120,10 +120,11 @@ lm_status lm_cu_op_set_rows(struct lm_cu_ctx *c, struct lm_tensor *dst);
  * through matmul.cuh) */
 bool lm_cu_supports_matmul(const struct lm_cu_limits *lim, const struct lm_tensor *t);
 lm_status lm_cu_op_matmul(struct lm_cu_ctx *c, struct lm_tensor *dst);
-/* True when a MUL_MAT or MUL_MAT_ID node is decode-sized: it runs the matvec
- * kernels (at most MV_MAX_N columns; MUL_MAT_ID: at most MV_MAX_N tokens),
- * never cuBLAS. False for any other op. */
-bool lm_cu_matmul_is_decode(const struct lm_tensor *t);
+/* True when a MUL_MAT or MUL_MAT_ID node can be recorded in a CUDA graph:
+ * it runs the matvec kernels (at most MV_MAX_N columns; MUL_MAT_ID: at most
+ * MV_MAX_N tokens) or, MUL_MAT of quantized weights, the MMQ kernel (up to
+ * MMQ_MAX_N columns, ops_mmq.cu), never cuBLAS. False for any other op. */
+bool lm_cu_matmul_capturable(const struct lm_tensor *t);
 
 /* ops_attn.cu: ATTN */
 bool lm_cu_supports_attn(const struct lm_cu_limits *lim, const struct lm_tensor *t);
@@ -134,8 +135,9 @@ lm_status lm_cu_op_attn(struct lm_cu_ctx *c, struct lm_tensor *dst);
 lm_status lm_cu_attn_init(struct lm_cu_ctx *c);
 
 /* cuda_backend.cu: true when graph_compute records g as a CUDA graph (a
- * decode graph): g has a MUL_MAT or MUL_MAT_ID node and every one of them is
- * decode-sized (lm_cu_matmul_is_decode). Host only; thread-safe. */
+ * decode graph, or a small batch's): g has a MUL_MAT or MUL_MAT_ID node and
+ * every one of them is capturable (lm_cu_matmul_capturable). Host only;
+ * thread-safe. */
 bool lm_cu_graph_capturable(const struct lm_graph *g);
 
 } /* extern "C" */

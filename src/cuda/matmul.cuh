@@ -1,6 +1,7 @@
 /* matmul.cuh - shared by ops_matmul.cu (MUL_MAT, MUL_MAT_ID's matvec,
- * GET_ROWS) and ops_moe.cu (MUL_MAT_ID batches grouped by expert) only: the
- * size limits both use, the GEMM path's activation kinds, and the GEMM
+ * GET_ROWS), ops_mmq.cu (MUL_MAT of quantized weights, small batches) and
+ * ops_moe.cu (MUL_MAT_ID batches grouped by expert) only: the
+ * size limits they use, the GEMM path's activation kinds, and the GEMM
  * path's host pieces that the grouped path reuses (weights as the decoders
  * need them, the cuBLAS call, F16 dequantization in chunks), defined once in
  * ops_matmul.cu. The op functions themselves are in cuda_internal.cuh.
@@ -17,6 +18,7 @@
 #include "cuda/cuda_internal.cuh"
 
 #define MV_MAX_N 8                     /* MUL_MAT columns up to which the matvec runs */
+#define MMQ_MAX_N 64                   /* ... and then MMQ (quantized weights; ops_mmq.cu) */
 #define ROWS_GRID_MAX (1 << 20)        /* row blocks beyond this loop in the kernel */
 #define GEMM_CHUNK ((size_t)128 << 20) /* bytes of dequantized F16 weights per GEMM pass */
 
@@ -88,6 +90,16 @@ bool lm_cu_decode_ok(enum lm_type t);
  * in src's order (CPY and CONT of a block type into contiguous F32), by
  * GET_ROWS's kernel on c's stream. LM_OK, LM_ERR_NOMEM or a launch error. */
 lm_status lm_cu_decode_rows(struct lm_cu_ctx *c, const struct lm_tensor *src, float *out);
+
+/* ---- ops_mmq.cu: quantized weights times 9 to MMQ_MAX_N columns ---- */
+
+/* True when MUL_MAT node t takes the MMQ path: weights of a type the
+ * decoders read, MV_MAX_N < N <= MMQ_MAX_N columns. */
+bool lm_cu_mmq_ok(const struct lm_tensor *t);
+
+/* MUL_MAT node dst (lm_cu_mmq_ok) by the MMQ kernel, as an op function
+ * (cuda_internal.cuh): no synchronization, no cuBLAS (capturable). */
+lm_status lm_cu_mul_mat_mmq(struct lm_cu_ctx *c, struct lm_tensor *dst);
 
 /* ---- ops_moe.cu: MUL_MAT_ID batches grouped by expert ---- */
 

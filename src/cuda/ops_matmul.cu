@@ -18,10 +18,14 @@
  *     F32/F16/BF16 rows are read directly (16-byte loads when rows are
  *     aligned, element loads otherwise). MUL_MAT_ID reads each (slot, token)
  *     expert id on the device; an id out of range gives a zero row. Graphs
- *     whose products all take this path (lm_cu_matmul_is_decode) run as CUDA
- *     graphs (cuda_backend.cu): nothing here may synchronize or allocate
- *     except through lm_cu_scratch.
- *   - GEMM (MUL_MAT with N > 8): b is converted into a packed scratch copy of
+ *     whose products all take this path or MMQ (lm_cu_matmul_capturable) run
+ *     as CUDA graphs (cuda_backend.cu): nothing here may synchronize or
+ *     allocate except through lm_cu_scratch.
+ *   - MMQ (MUL_MAT of quantized weights with 9 to MMQ_MAX_N columns):
+ *     ops_mmq.cu, the weights decoded tile by tile into shared memory as F16
+ *     and multiplied on the tensor cores in one kernel.
+ *   - GEMM (MUL_MAT with N > 8, float weights, or quantized ones with more
+ *     than MMQ_MAX_N columns): b is converted into a packed scratch copy of
  *     the weights' compute type and cuBLAS multiplies, batched over a's dim 2:
  *     F16 weights (and quantized ones, dequantized to F16 in scratch, at most
  *     GEMM_CHUNK bytes at a time) with F16 activations, BF16 weights with BF16
@@ -37,7 +41,7 @@
  * Quantized data must have blocks aligned to gcd(block bytes, 16) (the
  * decoders' contract); weights whose data or strides break that (odd views)
  * are first packed into scratch. Scratch slots: 0 dequantized weights, 1 the
- * converted or packed activations, 2 packed misaligned weights, 3 grouped
+ * converted or packed activations (MMQ's too), 2 packed misaligned weights, 3 grouped
  * MUL_MAT_ID's pair lists and results (ops_moe.cu).
  */
 #include <cuda_fp16.h>
@@ -896,10 +900,10 @@ bool lm_cu_supports_matmul(const struct lm_cu_limits *lim, const struct lm_tenso
     return dims_fit_int(a) && dims_fit_int(t->src[1]) && dims_fit_int(t);
 }
 
-bool lm_cu_matmul_is_decode(const struct lm_tensor *t)
+bool lm_cu_matmul_capturable(const struct lm_tensor *t)
 {
     if (t->op == LM_OP_MUL_MAT)
-        return t->src[1]->ne[1] <= MV_MAX_N;
+        return t->src[1]->ne[1] <= MV_MAX_N || lm_cu_mmq_ok(t);
     /* ids [n_used, tokens]; more tokens take the grouped path (cuBLAS, a synchronization), or the matvec
      * kernels where that cannot run (lm_cu_moe_grouped): not decode-sized either way */
     return t->op == LM_OP_MUL_MAT_ID && t->src[2]->ne[1] <= MV_MAX_N;
@@ -910,7 +914,10 @@ lm_status lm_cu_op_matmul(struct lm_cu_ctx *c, struct lm_tensor *dst)
     if (lm_nelements(dst) == 0)
         return LM_OK;
     switch (dst->op) {
-    case LM_OP_MUL_MAT: return lm_cu_matmul_is_decode(dst) ? mul_mat_vec(c, dst, NULL) : mul_mat_gemm(c, dst);
+    case LM_OP_MUL_MAT:
+        return dst->src[1]->ne[1] <= MV_MAX_N ? mul_mat_vec(c, dst, NULL)
+               : lm_cu_mmq_ok(dst)            ? lm_cu_mul_mat_mmq(c, dst)
+                                              : mul_mat_gemm(c, dst);
     case LM_OP_MUL_MAT_ID:
         return lm_cu_moe_grouped(dst) ? lm_cu_mul_mat_id_grouped(c, dst) : mul_mat_vec(c, dst, dst->src[2]);
     case LM_OP_GET_ROWS: return get_rows(c, dst);

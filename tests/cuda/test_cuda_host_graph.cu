@@ -3,12 +3,13 @@
  * no GPU needed, nothing is computed.
  *
  * A graph is captured when it has a matrix product and every MUL_MAT has at
- * most 8 columns and every MUL_MAT_ID at most 8 tokens (the matvec kernels:
- * matmul.cuh's MV_MAX_N, lm_cu_matmul_is_decode), so that no cuBLAS call
- * (bound to the backend's real stream) is ever part of a capture. Checked on
- * small decode-like graphs (RMS_NORM, products, ADD) at 1, 8 and 9 columns or
- * tokens, a mixed one, one without a product, and lm_cu_matmul_is_decode on
- * other ops. Prints "FAIL: ..." per failure; exits 1 if any.
+ * most 8 columns (the matvec kernels: matmul.cuh's MV_MAX_N) or quantized
+ * weights and at most 64 (MMQ_MAX_N: ops_mmq.cu), and every MUL_MAT_ID at
+ * most 8 tokens (lm_cu_matmul_capturable), so that no cuBLAS call (bound to
+ * the backend's real stream) is ever part of a capture. Checked on small
+ * layer-like graphs (RMS_NORM, a Q4_0 and an F16 product, ADD) at 1, 8, 9,
+ * 64, 65 and 512 columns, MUL_MAT_ID at 1, 8, 9 and 100 tokens, one without
+ * a product, and lm_cu_matmul_capturable on other ops. Prints "FAIL: ..." per failure; exits 1 if any.
  */
 #include <stdio.h>
 
@@ -69,7 +70,8 @@ int main(void)
     static const struct {
         int64_t n1, n2;
         bool want;
-    } dense[] = {{1, 1, true}, {8, 8, true}, {1, 8, true}, {9, 9, false}, {1, 9, false}, {512, 1, false}};
+    } dense[] = {{1, 1, true},   {8, 8, true},   {1, 8, true},   {9, 1, true},    {64, 8, true},
+                 {65, 1, false}, {9, 9, false},  {1, 9, false},  {512, 1, false}};
     for (size_t i = 0; i < sizeof dense / sizeof dense[0]; i++) {
         lm_ctx_reset(ctx);
         const struct lm_graph *g = dense_graph(ctx, dense[i].n1, dense[i].n2);
@@ -91,7 +93,7 @@ int main(void)
         CHECK(lm_cu_graph_capturable(g) == moe[i].want, "MUL_MAT_ID of %lld tokens: capturable %d", (long long)moe[i].n,
               (int)!moe[i].want);
         const struct lm_tensor *t = node_of(g, LM_OP_MUL_MAT_ID);
-        CHECK(t && lm_cu_matmul_is_decode(t) == moe[i].want, "lm_cu_matmul_is_decode(MUL_MAT_ID, %lld tokens)",
+        CHECK(t && lm_cu_matmul_capturable(t) == moe[i].want, "lm_cu_matmul_capturable(MUL_MAT_ID, %lld tokens)",
               (long long)moe[i].n);
     }
 
@@ -103,7 +105,7 @@ int main(void)
     CHECK(s && g && lm_graph_expand(g, s) == LM_OK, "%s", "graph without a product");
     if (s && g) {
         CHECK(!lm_cu_graph_capturable(g), "%s", "a graph without a product must not be captured");
-        CHECK(!lm_cu_matmul_is_decode(node_of(g, LM_OP_RMS_NORM)), "%s", "lm_cu_matmul_is_decode(RMS_NORM)");
+        CHECK(!lm_cu_matmul_capturable(node_of(g, LM_OP_RMS_NORM)), "%s", "lm_cu_matmul_capturable(RMS_NORM)");
     }
     lm_ctx_free(ctx);
     if (n_fail) {

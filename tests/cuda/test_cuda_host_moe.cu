@@ -3,7 +3,7 @@
  * no GPU needed.
  *
  * The file includes ops_moe.cu (its functions become this program's own;
- * ops_matmul.cu's, lm_cu_matmul_is_decode and lm_cu_f16_chunk among them,
+ * ops_matmul.cu's, lm_cu_matmul_capturable and lm_cu_f16_chunk among them,
  * come from lm_cuda, whose ops_moe.cu object is then never linked in) and
  * emulates its kernels with the same __host__ __device__ index helpers they
  * call (moe_bucket, moe_warp_range, moe_warp_starts, moe_offsets,
@@ -22,7 +22,7 @@
  * repeat within a token), 1 to 300 tokens, b shared by the slots or one per
  * slot, b and ids contiguous or transposed, about one id in eight out of
  * range (-1, n_expert, far off) in a third of the cases. Also the host
- * choices: lm_cu_moe_grouped and lm_cu_matmul_is_decode by token count, the
+ * choices: lm_cu_moe_grouped and lm_cu_matmul_capturable by token count, the
  * grouping kernel's warps within 48 KB of shared memory, lm_cu_f16_chunk's
  * pieces.
  * Prints "FAIL: ..." per failure (the first few); exits 1 if any.
@@ -191,9 +191,9 @@ static void check_case(lm_backend_t ref, struct lm_ctx *ctx, int c)
         CHECK(false, "case %d: ref compute", c);
         return;
     }
-    CHECK(lm_cu_moe_grouped(dst) == (T > MV_MAX_N) && lm_cu_matmul_is_decode(dst) == (T <= MV_MAX_N),
+    CHECK(lm_cu_moe_grouped(dst) == (T > MV_MAX_N) && lm_cu_matmul_capturable(dst) == (T <= MV_MAX_N),
           "case %d: %d tokens: grouped %d, decode %d", c, T, (int)lm_cu_moe_grouped(dst),
-          (int)lm_cu_matmul_is_decode(dst));
+          (int)lm_cu_matmul_capturable(dst));
     const moe_map m = moe_map_of(dst);
     const int nb = E + 1, P = n_used * T, nw = moe_group_warps(nb);
     int *off = (int *)malloc((size_t)(nb + 1) * sizeof(int)), *want_off = (int *)malloc((size_t)(nb + 1) * sizeof(int));

@@ -403,6 +403,30 @@ static void gen_mul_mat_id_batch(struct runner *R)
     mul_mat_id_cases(R, 4, ts, 5, 2);
 }
 
+/* MUL_MAT batches of 9 to 65 columns over more rows than one of CUDA's MMQ
+ * blocks (64) and K past one of its tiles (256): the MMQ path there
+ * (quantized weights, up to 64 columns), its tiles cut at every edge, and
+ * the GEMM path just past it. Run last, like gen_mul_mat_id_batch. */
+static void gen_mul_mat_batch(struct runner *R)
+{
+    static const int64_t ms[] = {63, 64, 65, 130}, ns[] = {9, 16, 17, 32, 33, 64, 65};
+    static const int64_t kq[] = {32, 288, 544}, kk[] = {256, 768};
+    for (int t = 0; t < N_WEIGHT_TYPES; t++)
+        for (int c = 0; c < 3; c++) {
+            struct ut_spec s = spec(UT_K_MUL_MAT, 0);
+            s.type = weight_types[t];
+            const int64_t blck = lm_type_blck(s.type);
+            const int64_t k = blck == 1 ? 96 : blck == 32 ? PICK(kq) : PICK(kk);
+            const bool batch = c == 2;
+            const int64_t a[4] = {k, PICK(ms), batch ? 2 : 1, 1}, b[4] = {k, PICK(ns), batch ? 4 : 1, 1};
+            memcpy(s.ne, a, sizeof a);
+            memcpy(s.ne2, b, sizeof b);
+            s.lay[0] = ut_rng_layout_rows(&R->master);
+            s.lay[1] = ut_rng_layout(&R->master);
+            run_case(R, &s, bound_mul_mat(s.type));
+        }
+}
+
 static void gen_get_rows(struct runner *R)
 {
     static const int64_t rs[] = {1, 3, 7, 16}, ns[] = {1, 2, 5, 9};
@@ -962,6 +986,7 @@ int main(void)
         (void)gen_train; /* training ops run on the CPU (the CUDA backend refuses them) */
 #endif
         gen_mul_mat_id_batch(&R);
+        gen_mul_mat_batch(&R);
     }
 #if defined(LM_OPS_CUDA)
     printf("%d cases compared: ref vs cuda0; %d left to the CPU by design (quantized CPY sources, K-quant CPY "
