@@ -20,8 +20,9 @@
 #      ~60 s 7B with 2 rounds); GPU clocks sampled once a second meanwhile
 #      (OUT_DIR/gpu-clocks.csv). Without a llama-bench, lamina alone;
 #   5. extras: TinyLlama tg128 with LAMINA_CUDA_GRAPHS=0 (decode without
-#      CUDA graphs), batched decode of 16 and 32 sequences (the MMQ kernel)
-#      and TinyLlama with -ngl 0 as the CPU baseline (~60 s).
+#      CUDA graphs), batched decode of 16 and 32 sequences (the MMQ kernel
+#      against LAMINA_CUDA_MMQ=0, alternated twice) and TinyLlama with -ngl 0
+#      as the CPU baseline (~80 s).
 # Everything goes to OUT_DIR/gpu-check.log (default: $OUT, else /tmp/gpu-check).
 #
 # The shared models and fixtures: $LM_SHARED_DIR, else ../shared, else
@@ -342,9 +343,14 @@ if [ $bench = 1 ]; then
             stamp "bench: TinyLlama Q4_0, GPU tg without CUDA graphs (LAMINA_CUDA_GRAPHS=0; compare with tg128 above)"
             LAMINA_CUDA_GRAPHS=0 timeout -k 5 60 "$lamina" bench -m "$models/tinyllama-q4_0.gguf" -ngl 99 -mmp 0 -p 0 -n 128 -r 3
         fi
-        if fits 20 "batched decode"; then
-            stamp "bench: TinyLlama Q4_0, GPU batched decode (-np 16,32: the MMQ kernel, small-batch CUDA graphs)"
-            timeout -k 5 60 "$lamina" bench -m "$models/tinyllama-q4_0.gguf" -ngl 99 -mmp 0 -p 0 -n 64 -d 128 -np 16,32 -r 2
+        if fits 40 "batched decode"; then
+            stamp "bench: TinyLlama Q4_0, GPU batched decode (-np 16,32): the MMQ kernel in captured graphs, then" \
+                "LAMINA_CUDA_MMQ=0 (dequantized weights for cuBLAS, no graphs), twice"
+            for r in 1 2; do
+                timeout -k 5 60 "$lamina" bench -m "$models/tinyllama-q4_0.gguf" -ngl 99 -mmp 0 -p 0 -n 64 -d 128 -np 16,32 -r 2
+                LAMINA_CUDA_MMQ=0 timeout -k 5 60 "$lamina" bench -m "$models/tinyllama-q4_0.gguf" -ngl 99 -mmp 0 -p 0 -n 64 \
+                    -d 128 -np 16,32 -r 2
+            done
         fi
         if fits 30 "CPU baseline"; then
             stamp "bench: TinyLlama Q4_0, CPU (-ngl 0, $jobs threads)"

@@ -85,6 +85,15 @@ static const struct lm_env_switch table[LM_ENV_COUNT] = {
             .meaning = "0: a CUDA backend launches decode graphs node by node, without CUDA graphs",
             .when = "every CUDA backend creation (each context)",
         },
+    [LM_ENV_CUDA_MMQ] =
+        {
+            .name = "LAMINA_CUDA_MMQ",
+            .kind = LM_ENV_FLAG_01,
+            .def = 1,
+            .meaning = "0: a CUDA backend multiplies quantized weights with 9 to 64 columns by dequantizing them "
+                       "to F16 for cuBLAS instead of the MMQ kernel",
+            .when = "every CUDA backend creation (each context)",
+        },
     [LM_ENV_GRAPH_REUSE] =
         {
             .name = "LAMINA_GRAPH_REUSE",

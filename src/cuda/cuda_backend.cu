@@ -397,7 +397,7 @@ static bool supports(const struct lm_cu_ctx *c, const struct lm_tensor *t)
     return f && lm_op_check(t, NULL, 0) && f->supports(&c->lim, t);
 }
 
-bool lm_cu_graph_capturable(const struct lm_graph *g)
+bool lm_cu_graph_capturable(const struct lm_graph *g, bool mmq)
 {
     /* a graph without a matrix product (a K shift, a copy) is rare and short: capturing it would only add
      * an instantiation; one with a large batch's product calls cuBLAS and changes shape every time */
@@ -406,7 +406,7 @@ bool lm_cu_graph_capturable(const struct lm_graph *g)
         const struct lm_tensor *t = g->nodes[i];
         if (t->op != LM_OP_MUL_MAT && t->op != LM_OP_MUL_MAT_ID)
             continue;
-        if (!lm_cu_matmul_capturable(t))
+        if (!lm_cu_matmul_capturable(t, mmq))
             return false;
         any = true;
     }
@@ -785,7 +785,7 @@ static lm_status be_graph_compute(lm_backend_t be, struct lm_graph *g)
         return LM_ERR_DEVICE;
     }
     lm_status st = LM_OK;
-    if (!(b->graphs && lm_cu_graph_capturable(g) && graph_run(b, g)))
+    if (!(b->graphs && lm_cu_graph_capturable(g, c->mmq) && graph_run(b, g)))
         st = launch_nodes(b, g, false);
     /* kernels run asynchronously: an error of one shows here at the latest */
     if (failed(cudaStreamSynchronize(c->stream), "graph_compute") && !st)
@@ -807,7 +807,7 @@ static const struct lm_backend_i cuda_backend_i = {
 };
 
 /* A new backend on device `device`: its stream and cuBLAS handle, the device's limits, the capture stream of
- * its decode graphs unless LAMINA_CUDA_GRAPHS=0. */
+ * its decode graphs unless LAMINA_CUDA_GRAPHS=0, the MMQ kernel unless LAMINA_CUDA_MMQ=0. */
 static lm_status backend_new(int device, lm_backend_t *out)
 {
     if (!out)
@@ -822,6 +822,7 @@ static lm_status backend_new(int device, lm_backend_t *out)
     b->be.iface = cuda_backend_i;
     b->be.context = &b->c;
     b->graphs = lm_env_flag(LM_ENV_CUDA_GRAPHS) != 0; /* read per backend creation (core/env.c) */
+    b->c.mmq = lm_env_flag(LM_ENV_CUDA_MMQ) != 0;
     lm_status st = LM_OK;
     int n_sm = 0, optin = 0;
     if (failed(cudaSetDevice(device), "cudaSetDevice") ||

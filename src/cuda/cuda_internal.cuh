@@ -54,6 +54,7 @@ struct lm_cu_ctx {
     size_t scratch_size[LM_CU_N_SCRATCH];
     uint64_t scratch_gen; /* counts scratch reallocations: a recorded graph holds the blocks of its generation */
     bool upload_failed;   /* an async upload failed (logged): the next graph_compute returns LM_ERR_DEVICE */
+    bool mmq;             /* quantized MUL_MAT with 9..MMQ_MAX_N columns by MMQ (LAMINA_CUDA_MMQ, read at creation) */
 };
 
 /* Device memory of at least `bytes` in scratch slot `slot` (0..LM_CU_N_SCRATCH-1),
@@ -122,9 +123,10 @@ bool lm_cu_supports_matmul(const struct lm_cu_limits *lim, const struct lm_tenso
 lm_status lm_cu_op_matmul(struct lm_cu_ctx *c, struct lm_tensor *dst);
 /* True when a MUL_MAT or MUL_MAT_ID node can be recorded in a CUDA graph:
  * it runs the matvec kernels (at most MV_MAX_N columns; MUL_MAT_ID: at most
- * MV_MAX_N tokens) or, MUL_MAT of quantized weights, the MMQ kernel (up to
- * MMQ_MAX_N columns, ops_mmq.cu), never cuBLAS. False for any other op. */
-bool lm_cu_matmul_capturable(const struct lm_tensor *t);
+ * MV_MAX_N tokens) or, MUL_MAT of quantized weights when `mmq` (the
+ * backend's lm_cu_ctx.mmq), the MMQ kernel (up to MMQ_MAX_N columns,
+ * ops_mmq.cu), never cuBLAS. False for any other op. */
+bool lm_cu_matmul_capturable(const struct lm_tensor *t, bool mmq);
 
 /* ops_attn.cu: ATTN */
 bool lm_cu_supports_attn(const struct lm_cu_limits *lim, const struct lm_tensor *t);
@@ -136,9 +138,9 @@ lm_status lm_cu_attn_init(struct lm_cu_ctx *c);
 
 /* cuda_backend.cu: true when graph_compute records g as a CUDA graph (a
  * decode graph, or a small batch's): g has a MUL_MAT or MUL_MAT_ID node and
- * every one of them is capturable (lm_cu_matmul_capturable). Host only;
+ * every one of them is capturable (lm_cu_matmul_capturable with `mmq`). Host only;
  * thread-safe. */
-bool lm_cu_graph_capturable(const struct lm_graph *g);
+bool lm_cu_graph_capturable(const struct lm_graph *g, bool mmq);
 
 } /* extern "C" */
 

@@ -93,8 +93,9 @@ lm_status lm_cu_decode_rows(struct lm_cu_ctx *c, const struct lm_tensor *src, fl
 
 /* ---- ops_mmq.cu: quantized weights times 9 to MMQ_MAX_N columns ---- */
 
-/* True when MUL_MAT node t takes the MMQ path: weights of a type the
- * decoders read, MV_MAX_N < N <= MMQ_MAX_N columns. */
+/* True when MUL_MAT node t can take the MMQ path (it does on a backend
+ * whose lm_cu_ctx.mmq is set): weights of a type the decoders read,
+ * MV_MAX_N < N <= MMQ_MAX_N columns. */
 bool lm_cu_mmq_ok(const struct lm_tensor *t);
 
 /* MUL_MAT node dst (lm_cu_mmq_ok) by the MMQ kernel, as an op function

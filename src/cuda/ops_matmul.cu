@@ -900,10 +900,10 @@ bool lm_cu_supports_matmul(const struct lm_cu_limits *lim, const struct lm_tenso
     return dims_fit_int(a) && dims_fit_int(t->src[1]) && dims_fit_int(t);
 }
 
-bool lm_cu_matmul_capturable(const struct lm_tensor *t)
+bool lm_cu_matmul_capturable(const struct lm_tensor *t, bool mmq)
 {
     if (t->op == LM_OP_MUL_MAT)
-        return t->src[1]->ne[1] <= MV_MAX_N || lm_cu_mmq_ok(t);
+        return t->src[1]->ne[1] <= MV_MAX_N || (mmq && lm_cu_mmq_ok(t));
     /* ids [n_used, tokens]; more tokens take the grouped path (cuBLAS, a synchronization), or the matvec
      * kernels where that cannot run (lm_cu_moe_grouped): not decode-sized either way */
     return t->op == LM_OP_MUL_MAT_ID && t->src[2]->ne[1] <= MV_MAX_N;
@@ -916,7 +916,7 @@ lm_status lm_cu_op_matmul(struct lm_cu_ctx *c, struct lm_tensor *dst)
     switch (dst->op) {
     case LM_OP_MUL_MAT:
         return dst->src[1]->ne[1] <= MV_MAX_N ? mul_mat_vec(c, dst, NULL)
-               : lm_cu_mmq_ok(dst)            ? lm_cu_mul_mat_mmq(c, dst)
+               : c->mmq && lm_cu_mmq_ok(dst)  ? lm_cu_mul_mat_mmq(c, dst)
                                               : mul_mat_gemm(c, dst);
     case LM_OP_MUL_MAT_ID:
         return lm_cu_moe_grouped(dst) ? lm_cu_mul_mat_id_grouped(c, dst) : mul_mat_vec(c, dst, dst->src[2]);

@@ -87,6 +87,11 @@ static const struct env_case cases[] = {
     {LM_ENV_CUDA_GRAPHS, "00", 1},
     {LM_ENV_CUDA_GRAPHS, "no", 1},
     {LM_ENV_CUDA_GRAPHS, "", 1},
+    /* LAMINA_CUDA_MMQ: exactly "0" is off */
+    {LM_ENV_CUDA_MMQ, UNSET, 1},
+    {LM_ENV_CUDA_MMQ, "0", 0},
+    {LM_ENV_CUDA_MMQ, "1", 1},
+    {LM_ENV_CUDA_MMQ, "off", 1},
     {LM_ENV_GRAPH_REUSE, UNSET, 1},
     {LM_ENV_GRAPH_REUSE, "0", 0},
     {LM_ENV_GRAPH_REUSE, "1", 1},

@@ -4,7 +4,8 @@
  *
  * A graph is captured when it has a matrix product and every MUL_MAT has at
  * most 8 columns (the matvec kernels: matmul.cuh's MV_MAX_N) or quantized
- * weights and at most 64 (MMQ_MAX_N: ops_mmq.cu), and every MUL_MAT_ID at
+ * weights and at most 64 (MMQ_MAX_N: ops_mmq.cu, unless the backend was made
+ * with LAMINA_CUDA_MMQ=0), and every MUL_MAT_ID at
  * most 8 tokens (lm_cu_matmul_capturable), so that no cuBLAS call (bound to
  * the backend's real stream) is ever part of a capture. Checked on small
  * layer-like graphs (RMS_NORM, a Q4_0 and an F16 product, ADD) at 1, 8, 9,
@@ -69,16 +70,22 @@ int main(void)
     }
     static const struct {
         int64_t n1, n2;
-        bool want;
-    } dense[] = {{1, 1, true},   {8, 8, true},   {1, 8, true},   {9, 1, true},    {64, 8, true},
-                 {65, 1, false}, {9, 9, false},  {1, 9, false},  {512, 1, false}};
+        bool want, want_no_mmq; /* with the MMQ kernel, without (LAMINA_CUDA_MMQ=0) */
+    } dense[] = {{1, 1, true, true},    {8, 8, true, true},    {1, 8, true, true},
+                 {9, 1, true, false},   {64, 8, true, false},  {65, 1, false, false},
+                 {9, 9, false, false},  {1, 9, false, false},  {512, 1, false, false}};
     for (size_t i = 0; i < sizeof dense / sizeof dense[0]; i++) {
         lm_ctx_reset(ctx);
         const struct lm_graph *g = dense_graph(ctx, dense[i].n1, dense[i].n2);
         CHECK(g != NULL, "dense graph %lld/%lld", (long long)dense[i].n1, (long long)dense[i].n2);
-        if (g)
-            CHECK(lm_cu_graph_capturable(g) == dense[i].want, "products of %lld and %lld columns: capturable %d",
-                  (long long)dense[i].n1, (long long)dense[i].n2, (int)!dense[i].want);
+        if (g) {
+            CHECK(lm_cu_graph_capturable(g, true) == dense[i].want,
+                  "products of %lld and %lld columns: capturable %d", (long long)dense[i].n1, (long long)dense[i].n2,
+                  (int)!dense[i].want);
+            CHECK(lm_cu_graph_capturable(g, false) == dense[i].want_no_mmq,
+                  "products of %lld and %lld columns without MMQ: capturable %d", (long long)dense[i].n1,
+                  (long long)dense[i].n2, (int)!dense[i].want_no_mmq);
+        }
     }
     static const struct {
         int64_t n;
@@ -90,10 +97,10 @@ int main(void)
         CHECK(g != NULL, "moe graph %lld", (long long)moe[i].n);
         if (!g)
             continue;
-        CHECK(lm_cu_graph_capturable(g) == moe[i].want, "MUL_MAT_ID of %lld tokens: capturable %d", (long long)moe[i].n,
+        CHECK(lm_cu_graph_capturable(g, true) == moe[i].want, "MUL_MAT_ID of %lld tokens: capturable %d", (long long)moe[i].n,
               (int)!moe[i].want);
         const struct lm_tensor *t = node_of(g, LM_OP_MUL_MAT_ID);
-        CHECK(t && lm_cu_matmul_capturable(t) == moe[i].want, "lm_cu_matmul_capturable(MUL_MAT_ID, %lld tokens)",
+        CHECK(t && lm_cu_matmul_capturable(t, true) == moe[i].want, "lm_cu_matmul_capturable(MUL_MAT_ID, %lld tokens)",
               (long long)moe[i].n);
     }
 
@@ -104,8 +111,8 @@ int main(void)
     struct lm_graph *g = lm_graph_new(ctx, 16);
     CHECK(s && g && lm_graph_expand(g, s) == LM_OK, "%s", "graph without a product");
     if (s && g) {
-        CHECK(!lm_cu_graph_capturable(g), "%s", "a graph without a product must not be captured");
-        CHECK(!lm_cu_matmul_capturable(node_of(g, LM_OP_RMS_NORM)), "%s", "lm_cu_matmul_capturable(RMS_NORM)");
+        CHECK(!lm_cu_graph_capturable(g, true), "%s", "a graph without a product must not be captured");
+        CHECK(!lm_cu_matmul_capturable(node_of(g, LM_OP_RMS_NORM), true), "%s", "lm_cu_matmul_capturable(RMS_NORM)");
     }
     lm_ctx_free(ctx);
     if (n_fail) {

@@ -191,9 +191,9 @@ static void check_case(lm_backend_t ref, struct lm_ctx *ctx, int c)
         CHECK(false, "case %d: ref compute", c);
         return;
     }
-    CHECK(lm_cu_moe_grouped(dst) == (T > MV_MAX_N) && lm_cu_matmul_capturable(dst) == (T <= MV_MAX_N),
+    CHECK(lm_cu_moe_grouped(dst) == (T > MV_MAX_N) && lm_cu_matmul_capturable(dst, true) == (T <= MV_MAX_N),
           "case %d: %d tokens: grouped %d, decode %d", c, T, (int)lm_cu_moe_grouped(dst),
-          (int)lm_cu_matmul_capturable(dst));
+          (int)lm_cu_matmul_capturable(dst, true));
     const moe_map m = moe_map_of(dst);
     const int nb = E + 1, P = n_used * T, nw = moe_group_warps(nb);
     int *off = (int *)malloc((size_t)(nb + 1) * sizeof(int)), *want_off = (int *)malloc((size_t)(nb + 1) * sizeof(int));
