@@ -56,6 +56,13 @@
  * Scratch (lm_cu_scratch): slot 0 scores [n_q * n_head][n_kv] (double), slot 1
  * the (max, sum) pairs [rows][chunks], slot 2 the partials [rows][chunks][d_v].
  *
+ * Caches: K F32, F16, BF16 or Q8_0 (q then rounded through Q8_0 blocks by
+ * the reference encoder, attn_q8_round, as ref's round_q); V F32/F16/BF16
+ * in the transposed layout (a row per channel), or, for lm_attn_vrows, a row
+ * per cell of those types or Q8_0 (p then stays float, as ref). A Q8_0
+ * element is decoded where it is read (attn_row_elem: the block's scale
+ * times the code, exact), so every kernel keeps its float/double math.
+ *
  * Limits (lm_cu_supports_attn): d <= 256 and d_v <= 256 (registers: NT <= 8
  * channels per lane; shared memory), n_head <= 65535 (grid y), and a node
  * that takes the prefill kernel only where its shared memory fits the
@@ -72,6 +79,8 @@
 #include "core/fp16.h"
 #include "core/tensor.h"
 #include "cuda/cuda_internal.cuh"
+#include "cuda/quantize.cuh"
+#include "quant/blocks.h"
 
 #define ATTN_MAX_D 256 /* largest d and d_v the kernels take */
 
@@ -141,6 +150,54 @@ static __host__ __device__ __forceinline__ float attn_round(enum lm_type t, floa
         return lm_bf16_to_fp32(lm_fp32_to_bf16(x));
     return x;
 #endif
+}
+
+/* A 32-element block of q rounded as a Q8_0 K's dot sees it (ref's round_q:
+ * quant/'s encoder, then its decoder): out[j] = fp16(d) * code_j, exact. */
+static __host__ __device__ __forceinline__ void attn_q8_round(const float *x, double *out)
+{
+    struct lm_block_q8_0 b;
+    quantize_block(x, &b);
+    const float d = lm_fp16_to_fp32(b.d);
+    for (int j = 0; j < LM_QK; j++)
+        out[j] = (double)(d * (float)b.qs[j]);
+}
+
+/* An F32 / F16 / BF16 element at p (aligned to its size), and its size. */
+template <enum lm_type T> static __host__ __device__ __forceinline__ float load_elem(const char *p)
+{
+#ifdef __CUDA_ARCH__
+    if constexpr (T == LM_TYPE_F16)
+        return __half2float(*(const __half *)p);
+    else if constexpr (T == LM_TYPE_BF16)
+        return __bfloat162float(*(const __nv_bfloat16 *)p);
+    else
+        return *(const float *)p;
+#else
+    uint16_t h;
+    float f;
+    if constexpr (T == LM_TYPE_F32) {
+        memcpy(&f, p, 4);
+        return f;
+    }
+    memcpy(&h, p, 2);
+    return T == LM_TYPE_F16 ? lm_fp16_to_fp32(h) : lm_bf16_to_fp32(h);
+#endif
+}
+
+template <enum lm_type T> static __host__ __device__ constexpr int64_t elem_size() { return T == LM_TYPE_F32 ? 4 : 2; }
+
+/* Element c of a row of type T (a K row, or a V row per cell): F32, F16,
+ * BF16, or Q8_0 (its block's fp16 scale times the code, exact in float, as
+ * quant/'s decoder). Rows start 2-byte aligned (4 for F32). */
+template <enum lm_type T> static __host__ __device__ __forceinline__ float attn_row_elem(const char *row, int64_t c)
+{
+    if constexpr (T == LM_TYPE_Q8_0) {
+        const char *blk = row + c / LM_QK * (int64_t)sizeof(struct lm_block_q8_0);
+        return load_elem<LM_TYPE_F16>(blk) * (float)(int8_t)blk[sizeof(lm_fp16) + c % LM_QK];
+    } else {
+        return load_elem<T>(row + c * elem_size<T>());
+    }
 }
 
 /* The score of a cell from its dot product (in double: exact products, see
@@ -216,24 +273,14 @@ struct attn_args {
     int64_t n_q, n_head, n_kv, ratio; /* ratio: query heads per kv head */
     int d, d_v, d2, ks;               /* d2: d rounded up to 2; ks: prefill K tile row stride (doubles) */
     enum lm_type kt, vt;
+    enum lm_type pt; /* the type p is rounded to: v's, or F32 (no rounding) for V rows */
+    bool vrows;      /* v [d_v, n_kv, n_head_kv], a row per cell (lm_attn_vrows); else [n_kv, d_v, n_head_kv] */
     float scale, max_bias;
 };
 
 /* The prefill K tile's row stride in doubles for d2: an odd number of
  * 16-byte pairs, so that 8 lanes reading rows lane * ks hit distinct banks. */
 static __host__ __device__ int pf_k_stride(int d2) { return (d2 / 2) % 2 ? d2 : d2 + 2; }
-
-template <enum lm_type T> static __device__ __forceinline__ float load_elem(const char *p)
-{
-    if constexpr (T == LM_TYPE_F16)
-        return __half2float(*(const __half *)p);
-    else if constexpr (T == LM_TYPE_BF16)
-        return __bfloat162float(*(const __nv_bfloat16 *)p);
-    else
-        return *(const float *)p;
-}
-
-template <enum lm_type T> static __host__ __device__ constexpr int64_t elem_size() { return T == LM_TYPE_F32 ? 4 : 2; }
 
 /* Sum and max over the lanes of a warp (width 32) or of aligned groups of
  * `width` lanes; every lane gets the result. */
@@ -259,11 +306,33 @@ static __device__ __forceinline__ void *dyn_smem()
     return attn_smem;
 }
 
-/* Element (c, i) of q for head h, rounded to k's dot type. */
+/* Element (c, i) of q for head h, rounded to k's (float) dot type. */
 static __device__ __forceinline__ float q_rounded(const struct attn_args &a, int c, int64_t i, int64_t h)
 {
     const float x = *(const float *)(a.q + c * a.q_nb[0] + i * a.q_nb[1] + h * a.q_nb[2]);
     return attn_round(a.kt, x);
+}
+
+/* Elements 32 b .. 32 b + 32 of q row (i, h) (zeros when !valid) rounded
+ * through a Q8_0 K's blocks (attn_q8_round) into out[32 b ..]. */
+static __device__ __forceinline__ void q_rounded_q8(const struct attn_args &a, int b, int64_t i, int64_t h, bool valid,
+                                                    double *out)
+{
+    float x[LM_QK];
+    for (int j = 0; j < LM_QK; j++)
+        x[j] = valid ? *(const float *)(a.q + (LM_QK * b + j) * a.q_nb[0] + i * a.q_nb[1] + h * a.q_nb[2]) : 0.0f;
+    attn_q8_round(x, out + LM_QK * b);
+}
+
+/* Element c of cell j's V for kv head g's base vg (a.v + g nb[2]), in
+ * either layout. */
+template <enum lm_type VT, bool ROWS>
+static __device__ __forceinline__ float v_elem(const struct attn_args &a, const char *vg, int c, int64_t j)
+{
+    if constexpr (ROWS)
+        return attn_row_elem<VT>(vg + j * a.v_nb[1], c);
+    else
+        return load_elem<VT>(vg + c * a.v_nb[1] + j * elem_size<VT>());
 }
 
 /* mask[j, i] (0 without a mask). */
@@ -303,20 +372,20 @@ static __device__ __forceinline__ void pf_stage_k(const struct attn_args &a, dou
         const int64_t j = j0 + jj;
         const char *row = a.k + g * a.k_nb[2] + (j < a.n_kv ? j : 0) * a.k_nb[1];
         for (int c = lane; c < a.d2; c += 32)
-            sk[jj * a.ks + c] = j < a.n_kv && c < a.d ? (double)load_elem<T>(row + c * elem_size<T>()) : 0.0;
+            sk[jj * a.ks + c] = j < a.n_kv && c < a.d ? (double)attn_row_elem<T>(row, c) : 0.0;
     }
 }
 
 /* V columns of cells j0.. for channels 0..rows-1 as floats (zero past d_v or
  * n_kv): channel c at sv[c * PF_VS + cell]. */
-template <enum lm_type T>
+template <enum lm_type T, bool ROWS>
 static __device__ __forceinline__ void pf_stage_v(const struct attn_args &a, float *sv, int rows, int64_t g, int64_t j0)
 {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int64_t j = j0 + lane;
-    const char *base = a.v + g * a.v_nb[2] + (j < a.n_kv ? j : 0) * elem_size<T>();
+    const char *vg = a.v + g * a.v_nb[2];
     for (int c = warp; c < rows; c += PF_WARPS)
-        sv[c * PF_VS + lane] = j < a.n_kv && c < a.d_v ? load_elem<T>(base + c * a.v_nb[1]) : 0.0f;
+        sv[c * PF_VS + lane] = j < a.n_kv && c < a.d_v ? v_elem<T, ROWS>(a, vg, c, j) : 0.0f;
 }
 
 static __device__ __forceinline__ void pf_stage_k_any(const struct attn_args &a, double *sk, int64_t g, int64_t j0)
@@ -324,6 +393,7 @@ static __device__ __forceinline__ void pf_stage_k_any(const struct attn_args &a,
     switch (a.kt) {
     case LM_TYPE_F16: pf_stage_k<LM_TYPE_F16>(a, sk, g, j0); break;
     case LM_TYPE_BF16: pf_stage_k<LM_TYPE_BF16>(a, sk, g, j0); break;
+    case LM_TYPE_Q8_0: pf_stage_k<LM_TYPE_Q8_0>(a, sk, g, j0); break;
     default: pf_stage_k<LM_TYPE_F32>(a, sk, g, j0); break;
     }
 }
@@ -331,10 +401,19 @@ static __device__ __forceinline__ void pf_stage_k_any(const struct attn_args &a,
 static __device__ __forceinline__ void pf_stage_v_any(const struct attn_args &a, float *sv, int rows, int64_t g,
                                                       int64_t j0)
 {
+    if (a.vrows) {
+        switch (a.vt) {
+        case LM_TYPE_F16: pf_stage_v<LM_TYPE_F16, true>(a, sv, rows, g, j0); break;
+        case LM_TYPE_BF16: pf_stage_v<LM_TYPE_BF16, true>(a, sv, rows, g, j0); break;
+        case LM_TYPE_Q8_0: pf_stage_v<LM_TYPE_Q8_0, true>(a, sv, rows, g, j0); break;
+        default: pf_stage_v<LM_TYPE_F32, true>(a, sv, rows, g, j0); break;
+        }
+        return;
+    }
     switch (a.vt) {
-    case LM_TYPE_F16: pf_stage_v<LM_TYPE_F16>(a, sv, rows, g, j0); break;
-    case LM_TYPE_BF16: pf_stage_v<LM_TYPE_BF16>(a, sv, rows, g, j0); break;
-    default: pf_stage_v<LM_TYPE_F32>(a, sv, rows, g, j0); break;
+    case LM_TYPE_F16: pf_stage_v<LM_TYPE_F16, false>(a, sv, rows, g, j0); break;
+    case LM_TYPE_BF16: pf_stage_v<LM_TYPE_BF16, false>(a, sv, rows, g, j0); break;
+    default: pf_stage_v<LM_TYPE_F32, false>(a, sv, rows, g, j0); break;
     }
 }
 
@@ -376,9 +455,15 @@ static __global__ void __launch_bounds__(PF_THREADS, PF_MIN_BLOCKS(NT)) attn_pre
     const double slope = attn_slope(a.max_bias, a.n_head, h);
     const double *sqw = sq + warp * PF_ROWS * a.d2;
 
-    for (int r = warp; r < PF_BQ; r += PF_WARPS)
-        for (int c = lane; c < a.d2; c += 32)
-            sq[r * a.d2 + c] = i0 + r < a.n_q && c < a.d ? (double)q_rounded(a, c, i0 + r, h) : 0.0;
+    if (a.kt == LM_TYPE_Q8_0) { /* d % 32 == 0, so d2 == d: a thread per (row, block) */
+        const int nb = a.d / LM_QK;
+        for (int e = threadIdx.x; e < PF_BQ * nb; e += PF_THREADS)
+            q_rounded_q8(a, e % nb, i0 + e / nb, h, i0 + e / nb < a.n_q, sq + e / nb * a.d2);
+    } else {
+        for (int r = warp; r < PF_BQ; r += PF_WARPS)
+            for (int c = lane; c < a.d2; c += 32)
+                sq[r * a.d2 + c] = i0 + r < a.n_q && c < a.d ? (double)q_rounded(a, c, i0 + r, h) : 0.0;
+    }
 
     /* pass 1: each row's (max, sum) */
     struct attn_stats st[PF_ROWS];
@@ -419,7 +504,7 @@ static __global__ void __launch_bounds__(PF_THREADS, PF_MIN_BLOCKS(NT)) attn_pre
         pf_scores(a, sqw, sk, slope, mk, s);
 #pragma unroll
         for (int r = 0; r < PF_ROWS; r++)
-            p[r] = attn_prob(s[r], st[r], a.vt);
+            p[r] = attn_prob(s[r], st[r], a.pt);
         __syncthreads(); /* K read: the buffer takes V */
         pf_stage_v_any(a, sv, 32 * NT, g, j0);
         __syncthreads();
@@ -564,8 +649,12 @@ static __global__ void __launch_bounds__(DC_THREADS)
     const int n = (int)(a.n_kv - j0 < chunk ? a.n_kv - j0 : chunk);
     const double slope = attn_slope(a.max_bias, a.n_head, h);
 
-    for (int c = threadIdx.x; c < a.d; c += DC_THREADS)
-        sq[c] = (double)q_rounded(a, c, i, h);
+    if (KT == LM_TYPE_Q8_0)
+        for (int b = threadIdx.x; b < a.d / LM_QK; b += DC_THREADS)
+            q_rounded_q8(a, b, i, h, true, sq);
+    else
+        for (int c = threadIdx.x; c < a.d; c += DC_THREADS)
+            sq[c] = (double)q_rounded(a, c, i, h);
     __syncthreads();
     const char *kh = a.k + g * a.k_nb[2];
     for (int jb = warp * (32 / DC_LPC); jb < n; jb += DC_WARPS * (32 / DC_LPC)) {
@@ -576,7 +665,7 @@ static __global__ void __launch_bounds__(DC_THREADS)
         if (m != -INFINITY) { /* hidden cells do not read their K row */
             const char *kr = kh + j * a.k_nb[1];
             for (int c = sub; c < a.d; c += DC_LPC)
-                dot = fma((double)load_elem<KT>(kr + c * elem_size<KT>()), sq[c], dot);
+                dot = fma((double)attn_row_elem<KT>(kr, c), sq[c], dot);
         }
         dot = warp_sum(dot, DC_LPC); /* every lane: the shuffles need the whole warp */
         if (sub == 0 && jj < n) {
@@ -607,7 +696,7 @@ static __global__ void __launch_bounds__(DC_THREADS)
  * probabilities, and per channel c the chunk's sum of p * v[:, c] (a warp per
  * channel, lanes over cells) into part[row][chunk][c], or into dst when part
  * is NULL (one chunk). Dynamic shared memory: the chunk's p (chunk floats). */
-template <enum lm_type VT>
+template <enum lm_type VT, bool ROWS>
 static __global__ void __launch_bounds__(DC_THREADS) attn_dc_values(const struct attn_args a, int chunk,
                                                                     const double *scores,
                                                                     const struct attn_stats *stats, float *part)
@@ -623,18 +712,17 @@ static __global__ void __launch_bounds__(DC_THREADS) attn_dc_values(const struct
         st = attn_stats_merge(st, stats[row * n_chunks + ch]);
     bool any = false;
     for (int jj = threadIdx.x; jj < n; jj += DC_THREADS) {
-        sp[jj] = attn_prob(scores[row * a.n_kv + j0 + jj], st, VT);
+        sp[jj] = attn_prob(scores[row * a.n_kv + j0 + jj], st, a.pt);
         any |= sp[jj] != 0.0f;
     }
     any = __syncthreads_or(any);
-    const char *vh = a.v + g * a.v_nb[2] + j0 * elem_size<VT>();
+    const char *vg = a.v + g * a.v_nb[2];
     for (int c = warp; c < a.d_v; c += DC_WARPS) {
         float acc = 0.0f;
         if (any) { /* else the chunk adds nothing: skip its V */
-            const char *vr = vh + c * a.v_nb[1];
             for (int jj = lane; jj < n; jj += 32)
                 if (sp[jj] != 0.0f) /* hidden cells: V is not read */
-                    acc = fmaf(sp[jj], load_elem<VT>(vr + jj * elem_size<VT>()), acc);
+                    acc = fmaf(sp[jj], v_elem<VT, ROWS>(a, vg, c, j0 + jj), acc);
             acc = warp_sum(acc);
         }
         if (lane == 0) {
@@ -668,11 +756,11 @@ static void dc_scores(const struct attn_args &a, dim3 grid, size_t smem, cudaStr
     attn_dc_scores<KT><<<grid, DC_THREADS, smem, stream>>>(a, chunk, scores, stats);
 }
 
-template <enum lm_type VT>
+template <enum lm_type VT, bool ROWS>
 static void dc_values(const struct attn_args &a, dim3 grid, size_t smem, cudaStream_t stream, int chunk,
                       const double *scores, const struct attn_stats *stats, float *part)
 {
-    attn_dc_values<VT><<<grid, DC_THREADS, smem, stream>>>(a, chunk, scores, stats, part);
+    attn_dc_values<VT, ROWS><<<grid, DC_THREADS, smem, stream>>>(a, chunk, scores, stats, part);
 }
 
 static lm_status run_decode(struct lm_cu_ctx *c, const struct attn_args &a, const struct attn_plan &p)
@@ -691,16 +779,28 @@ static lm_status run_decode(struct lm_cu_ctx *c, const struct attn_args &a, cons
     switch (a.kt) {
     case LM_TYPE_F16: dc_scores<LM_TYPE_F16>(a, grid, smem1, c->stream, chunk, scores, stats); break;
     case LM_TYPE_BF16: dc_scores<LM_TYPE_BF16>(a, grid, smem1, c->stream, chunk, scores, stats); break;
+    case LM_TYPE_Q8_0: dc_scores<LM_TYPE_Q8_0>(a, grid, smem1, c->stream, chunk, scores, stats); break;
     default: dc_scores<LM_TYPE_F32>(a, grid, smem1, c->stream, chunk, scores, stats); break;
     }
     lm_status st = lm_cu_launch_status("ATTN decode scores");
     if (st)
         return st;
-    switch (a.vt) {
-    case LM_TYPE_F16: dc_values<LM_TYPE_F16>(a, grid, smem2, c->stream, chunk, scores, stats, part); break;
-    case LM_TYPE_BF16: dc_values<LM_TYPE_BF16>(a, grid, smem2, c->stream, chunk, scores, stats, part); break;
-    default: dc_values<LM_TYPE_F32>(a, grid, smem2, c->stream, chunk, scores, stats, part); break;
+#define DC_VALUES(VT, ROWS) dc_values<VT, ROWS>(a, grid, smem2, c->stream, chunk, scores, stats, part)
+    if (a.vrows) {
+        switch (a.vt) {
+        case LM_TYPE_F16: DC_VALUES(LM_TYPE_F16, true); break;
+        case LM_TYPE_BF16: DC_VALUES(LM_TYPE_BF16, true); break;
+        case LM_TYPE_Q8_0: DC_VALUES(LM_TYPE_Q8_0, true); break;
+        default: DC_VALUES(LM_TYPE_F32, true); break;
+        }
+    } else {
+        switch (a.vt) {
+        case LM_TYPE_F16: DC_VALUES(LM_TYPE_F16, false); break;
+        case LM_TYPE_BF16: DC_VALUES(LM_TYPE_BF16, false); break;
+        default: DC_VALUES(LM_TYPE_F32, false); break;
+        }
     }
+#undef DC_VALUES
     st = lm_cu_launch_status("ATTN decode values");
     if (st || !part)
         return st;
@@ -732,11 +832,13 @@ static struct attn_args attn_args_of(struct lm_tensor *dst)
     a.n_kv = k->ne[1];
     a.ratio = q->ne[2] / k->ne[2];
     a.d = (int)q->ne[0];
-    a.d_v = (int)v->ne[1];
+    a.vrows = lm_get_op_i32(dst, 2) != 0;
+    a.d_v = (int)(a.vrows ? v->ne[0] : v->ne[1]);
     a.d2 = (a.d + 1) / 2 * 2;
     a.ks = pf_k_stride(a.d2);
     a.kt = k->type;
     a.vt = v->type;
+    a.pt = a.vrows ? LM_TYPE_F32 : v->type;
     a.scale = lm_get_op_f32(dst, 0);
     a.max_bias = lm_get_op_f32(dst, 1);
     return a;
@@ -749,17 +851,19 @@ bool lm_cu_supports_attn(const struct lm_cu_limits *lim, const struct lm_tensor 
     if (t->op != LM_OP_ATTN)
         return false;
     const struct lm_tensor *q = t->src[0], *k = t->src[1], *v = t->src[2];
-    if (lm_get_op_i32(t, 2) != 0) /* V rows per cell (a quantized V cache): the CPU's */
-        return false;
-    if (!float_type(k->type) || !float_type(v->type) || q->ne[0] > ATTN_MAX_D || v->ne[1] > ATTN_MAX_D ||
-        q->ne[2] > 65535 || q->ne[1] > INT32_MAX || k->ne[1] > INT32_MAX)
+    const bool vrows = lm_get_op_i32(t, 2) != 0;
+    const int64_t d_v = vrows ? v->ne[0] : v->ne[1];
+    /* K: a float type or Q8_0 (whole blocks per head); V: a float type, or Q8_0 rows per cell */
+    const bool k_ok = float_type(k->type) || (k->type == LM_TYPE_Q8_0 && q->ne[0] % LM_QK == 0);
+    const bool v_ok = float_type(v->type) || (vrows && v->type == LM_TYPE_Q8_0 && d_v % LM_QK == 0);
+    if (!k_ok || !v_ok || q->ne[0] > ATTN_MAX_D || d_v > ATTN_MAX_D || q->ne[2] > 65535 || q->ne[1] > INT32_MAX ||
+        k->ne[1] > INT32_MAX)
         return false;
     /* the decode kernels take under 48 KB of shared memory (d + DC_MAX_CHUNK doubles), the prefill kernel up to
      * 128.5 KB: more than some devices allow (sm_86: 99 KB); the scheduler runs such nodes on the CPU */
     if (attn_plan_of(q->ne[1], q->ne[2], k->ne[1], lim->n_sm).decode)
         return true;
-    const int d_v = (int)v->ne[1];
-    return pf_smem(pf_dims((int)q->ne[0], d_v), pf_nt(d_v)) <= lim->smem_optin;
+    return pf_smem(pf_dims((int)q->ne[0], (int)d_v), pf_nt((int)d_v)) <= lim->smem_optin;
 }
 
 lm_status lm_cu_attn_init(struct lm_cu_ctx *c)

@@ -167,12 +167,11 @@ static void store_kv(struct lm_build *b, int il, struct lm_tensor *k, struct lm_
 }
 
 /* The fused ATTN op serves these caches unless LAMINA_ATTN=unfused (read per
- * graph build): float K and V; a Q8_0 K or a Q8_0 V (rows per cell) only in
- * host memory (the CPU's attention reads them; the CUDA kernels read float
- * caches, and the unfused graph keeps a GPU's Q8_0 K on the GPU). */
+ * graph build): float K and V, a Q8_0 K, a Q8_0 V (rows per cell), in host
+ * or GPU memory (the CPU's and the CUDA backend's attention read them all). */
 static bool fused_cache_ok(const struct lm_tensor *t)
 {
-    return lm_op_float_type(t->type) || (t->type == LM_TYPE_Q8_0 && (!t->buffer || lm_buffer_is_host(t->buffer)));
+    return lm_op_float_type(t->type) || t->type == LM_TYPE_Q8_0;
 }
 
 static bool attn_fused(const struct lm_tensor *kl, const struct lm_tensor *vl)

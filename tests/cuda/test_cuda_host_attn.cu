@@ -36,6 +36,7 @@
 
 #include "cuda/ops_attn.cu"
 #include "cpu/ops/ops.h" /* lm_cpu_alibi_slope */
+#include "quant/quant.h"
 
 #define B_ATTN 1e-9 /* tests/ops/test_ops.c */
 /* What double scores give: p is ref's to ~1e-15, so an F16/BF16 rounding of
@@ -591,13 +592,60 @@ static void test_supports(void)
     CHECK(!lm_cu_supports_attn(&h100, &t), "supports: d_v 320 must be refused");
     v.ne[1] = 64;
     k.type = LM_TYPE_Q8_0;
-    CHECK(!lm_cu_supports_attn(&h100, &t), "supports: a quantized k must be refused");
+    CHECK(lm_cu_supports_attn(&h100, &t), "supports: a Q8_0 k (d 64)");
+    q.ne[0] = k.ne[0] = 48;
+    CHECK(!lm_cu_supports_attn(&h100, &t), "supports: a Q8_0 k with d 48 (not whole blocks) must be refused");
+    q.ne[0] = k.ne[0] = 64;
+    k.type = LM_TYPE_Q4_0;
+    CHECK(!lm_cu_supports_attn(&h100, &t), "supports: a Q4_0 k must be refused");
+    k.type = LM_TYPE_Q8_0;
+    v.type = LM_TYPE_Q8_0;
+    CHECK(!lm_cu_supports_attn(&h100, &t), "supports: a Q8_0 v in the transposed layout must be refused");
+    /* V rows per cell (lm_attn_vrows): v [d_v, n_kv, n_head_kv] */
+    lm_set_op_i32(&t, 2, 1);
+    v.ne[0] = 64, v.ne[1] = 4096;
+    CHECK(lm_cu_supports_attn(&h100, &t), "supports: Q8_0 V rows (d_v 64)");
+    v.ne[0] = 320;
+    CHECK(!lm_cu_supports_attn(&h100, &t), "supports: V rows with d_v 320 must be refused");
+    v.ne[0] = 64;
+    v.type = LM_TYPE_Q4_0;
+    CHECK(!lm_cu_supports_attn(&h100, &t), "supports: Q4_0 V rows must be refused");
+    v.type = LM_TYPE_F16;
+    CHECK(lm_cu_supports_attn(&h100, &t), "supports: F16 V rows");
+    lm_set_op_i32(&t, 2, 0);
+}
+
+/* The Q8_0 pieces against quant/: attn_q8_round gives ref's round_q (the
+ * encoder's blocks decoded) bit for bit, attn_row_elem<Q8_0> the decoder's
+ * floats, over random blocks at several magnitudes and blocks with zeros,
+ * ties and subnormal scales. */
+static void test_q8(void)
+{
+    static const float mags[] = {1.0f, 1e-3f, 300.0f, 1e-7f, 0.0f, 2.5f};
+    for (int c = 0; c < 600; c++) {
+        float x[LM_QK], want[LM_QK];
+        const float mag = mags[c % 6];
+        for (int j = 0; j < LM_QK; j++)
+            x[j] = c % 7 == 3 && j % 3 == 0 ? 0.5f * mag : mag * frand(-1.0f, 1.0f);
+        struct lm_block_q8_0 b;
+        lm_quant_traits(LM_TYPE_Q8_0)->from_float(x, &b, LM_QK);
+        lm_quant_traits(LM_TYPE_Q8_0)->to_float(&b, want, LM_QK);
+        double got[LM_QK];
+        attn_q8_round(x, got);
+        int bad = 0;
+        for (int j = 0; j < LM_QK; j++) {
+            bad += got[j] != (double)want[j];
+            bad += attn_row_elem<LM_TYPE_Q8_0>((const char *)&b, j) != want[j];
+        }
+        CHECK(bad == 0, "q8: block %d (magnitude %g): %d values differ from quant/'s", c, mag, bad);
+    }
 }
 
 int main(void)
 {
     test_slope();
     test_round();
+    test_q8();
     test_merge();
     test_plan();
     test_smem();

@@ -20,7 +20,10 @@
  * run launched at least half its tokens as CUDA graphs, reusing (updating)
  * the executable graph for most and replaying it without a capture for at
  * least half (the kept graph, the same for all 16 tokens), and the second
- * launched none. Then device
+ * launched none. Then a Q8_0 K and V cache (the persimmon fixture, 64-wide
+ * heads): with every layer on the GPU (the CUDA attention over a Q8_0 K and
+ * Q8_0 V rows), one batch and one token at a time, against the same cache
+ * on the CPU within the fixture bound. Then device
  * memory exhaustion: a buffer of 2^50 bytes and a context of 2^24 cells must
  * fail with an error (NULL context), never crash.
  */
@@ -259,6 +262,54 @@ static void test_graphs(void)
     llama_free_model(m);
 }
 
+/* ids[0..N_IDS) in one batch (step N_IDS) or one at a time on a fresh
+ * context with a Q8_0 K and V cache; false on failure. */
+static bool decode_q8_cache(struct llama_model *m, const llama_token *ids, int step, float *out)
+{
+    struct llama_context_params cp = api_ctx_params(64, 64);
+    cp.logits_all = true;
+    cp.type_k = cp.type_v = GGML_TYPE_Q8_0;
+    struct llama_context *ctx = llama_new_context_with_model(m, cp);
+    const bool ok = ctx && decode(ctx, ids, N_IDS, 0, step, out);
+    llama_free(ctx);
+    return ok;
+}
+
+/* A Q8_0 K and V cache on the GPU against the same cache on the CPU. */
+static void test_q8_cache(void)
+{
+    llama_token ids[N_IDS];
+    if (!read_ids("persimmon", ids)) {
+        CHECKF(false, "%s", "persimmon: fixture ids");
+        return;
+    }
+    struct llama_model *cpu = load("fixtures/arch/persimmon.gguf", 0), *gpu = load("fixtures/arch/persimmon.gguf", 99);
+    CHECK(cpu && gpu);
+    const int n_vocab = cpu ? llama_n_vocab(cpu) : 0;
+    const size_t n = (size_t)N_IDS * n_vocab;
+    float *want = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float)), *step = malloc(n * sizeof(float));
+    if (cpu && gpu && want && got && step) {
+        const bool ok = decode_q8_cache(cpu, ids, N_IDS, want) && decode_q8_cache(gpu, ids, N_IDS, got) &&
+                        decode_q8_cache(gpu, ids, 1, step);
+        CHECKF(ok, "%s", "persimmon with a Q8_0 K and V cache: decode");
+        double max_ref = 1.0;
+        for (size_t i = 0; ok && i < n; i++)
+            max_ref = fmax(max_ref, fabs(want[i]));
+        const double bound = 2e-3 * max_ref, d = ok ? api_max_diff(got, want, n) : INFINITY,
+                     d_step = ok ? api_max_diff(step, want, n) : INFINITY;
+        CHECKF(d <= bound && d_step <= bound,
+               "persimmon, Q8_0 K and V cache on the GPU vs the CPU: batch %.3g, one at a time %.3g (bound %.3g)", d,
+               d_step, bound);
+        printf("Q8_0 K+V cache (persimmon): GPU vs CPU max|diff| batch %.2e, one at a time %.2e (bound %.2e)\n", d,
+               d_step, bound);
+    }
+    free(want);
+    free(got);
+    free(step);
+    llama_free_model(cpu);
+    llama_free_model(gpu);
+}
+
 static void test_out_of_memory(void)
 {
     struct lm_buffer *buf = NULL;
@@ -294,6 +345,7 @@ int main(void)
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++)
         test_fixture(fixtures[i]);
     test_graphs();
+    test_q8_cache();
     test_out_of_memory();
     return lm_test_summary();
 }

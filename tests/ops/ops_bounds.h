@@ -110,7 +110,8 @@ static double matmul_floor(const struct ut_spec *sp, int64_t n_out)
 /* Nodes the CUDA backend leaves to the CPU by design (the scheduler computes
  * them there): CPY from a quantized type into another block type, or into a
  * K-quant (cuda/ops_copy.cu encodes the legacy quants only; it decodes every
- * block type into floats), ATTN over a quantized K or over V rows. */
+ * block type into floats), SET_ROWS into a K-quant. ATTN over a Q8_0 K or
+ * Q8_0 V rows is CUDA's (cuda/ops_attn.cu): no refusal tolerated. */
 static bool cuda_may_refuse(const struct lm_tensor *t)
 {
     if (t->op == LM_OP_CPY || t->op == LM_OP_CONT) {
@@ -119,7 +120,7 @@ static bool cuda_may_refuse(const struct lm_tensor *t)
     }
     if (t->op == LM_OP_SET_ROWS)
         return lm_type_blck(t->type) > 32;
-    return t->op == LM_OP_ATTN && (!lm_op_float_type(t->src[1]->type) || lm_get_op_i32(t, 2) != 0);
+    return false;
 }
 #endif
 

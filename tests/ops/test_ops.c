@@ -990,7 +990,7 @@ int main(void)
     }
 #if defined(LM_OPS_CUDA)
     printf("%d cases compared: ref vs cuda0; %d left to the CPU by design (quantized CPY sources, K-quant CPY "
-           "destinations, ATTN over a quantized K, K-quant SET_ROWS destinations)\n", R.n_cases, R.n_left);
+           "destinations, K-quant SET_ROWS destinations)\n", R.n_cases, R.n_left);
 #elif !defined(LM_OPS_REF_ONLY)
     lm_cpu_isa_limit(lm_cpu_isa_best());
     printf("%d cases compared: ref vs cpu with 1 thread (%s kernels), 2 (%s), 3 (%s)\n", R.n_cases,
