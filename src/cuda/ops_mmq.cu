@@ -56,6 +56,7 @@
 #define MMQ_LDC (MMQ_BM + 4)             /* floats per C-tile column */
 #define MMQ_GRID_Z_MAX 65535             /* slices beyond this loop in the kernel */
 static_assert(MMQ_BM * (MMQ_BK / 32) == MMQ_THREADS, "one unit of the A tile per thread");
+static_assert(MMQ_LDA % 8 == 0, "A-tile rows 16-byte aligned (runs stored 16 bytes at a time, WMMA's ldm)");
 
 #define MMQ_FN static __host__ __device__ __forceinline__
 
@@ -155,9 +156,16 @@ template <int T> MMQ_FN void mmq_fill_a(const mmq_args &p, const uint8_t *wa, in
         else
             for (int i = 0; i < 8; i++)
                 v[i] = 0.0f;
-        __half *o = &a[r][ib * Q::QK + Q::run_base(j, run)];
+        alignas(16) __half h[8];
         for (int i = 0; i < 8; i++)
-            o[i] = mmq_half(v[i]);
+            h[i] = mmq_half(v[i]);
+        /* one 16-byte store: runs start at multiples of 8 elements, rows are 16-byte aligned */
+        __half *o = &a[r][ib * Q::QK + Q::run_base(j, run)];
+#ifdef __CUDA_ARCH__
+        *(uint4 *)o = *(const uint4 *)h;
+#else
+        memcpy(o, h, sizeof h);
+#endif
     }
 }
 
