@@ -90,8 +90,8 @@ static const struct lm_env_switch table[LM_ENV_COUNT] = {
             .name = "LAMINA_CUDA_MMQ",
             .kind = LM_ENV_FLAG_01,
             .def = 1,
-            .meaning = "0: a CUDA backend multiplies quantized weights with 9 to 64 columns by dequantizing them "
-                       "to F16 for cuBLAS instead of the MMQ kernel",
+            .meaning = "0: a CUDA backend multiplies quantized weights with 9 to 64 columns (or tokens, MUL_MAT_ID) "
+                       "by dequantizing them to F16 for cuBLAS instead of the MMQ kernels",
             .when = "every CUDA backend creation (each context)",
         },
     [LM_ENV_GRAPH_REUSE] =

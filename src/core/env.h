@@ -43,7 +43,7 @@ enum lm_env_id {
     LM_ENV_NO_FUSE,     /* LAMINA_NO_FUSE: no fused node pairs on the CPU */
     LM_ENV_ATTN,        /* LAMINA_ATTN: fused ATTN op or the unfused graph */
     LM_ENV_CUDA_GRAPHS, /* LAMINA_CUDA_GRAPHS: decode through CUDA graphs */
-    LM_ENV_CUDA_MMQ,    /* LAMINA_CUDA_MMQ: quantized small batches through the MMQ kernel */
+    LM_ENV_CUDA_MMQ,    /* LAMINA_CUDA_MMQ: quantized small batches through the MMQ kernels */
     LM_ENV_GRAPH_REUSE, /* LAMINA_GRAPH_REUSE: a context keeps its last graph for the next decode */
     LM_ENV_COUNT
 };

@@ -123,9 +123,10 @@ bool lm_cu_supports_matmul(const struct lm_cu_limits *lim, const struct lm_tenso
 lm_status lm_cu_op_matmul(struct lm_cu_ctx *c, struct lm_tensor *dst);
 /* True when a MUL_MAT or MUL_MAT_ID node can be recorded in a CUDA graph:
  * it runs the matvec kernels (at most MV_MAX_N columns; MUL_MAT_ID: at most
- * MV_MAX_N tokens) or, MUL_MAT of quantized weights when `mmq` (the
- * backend's lm_cu_ctx.mmq), the MMQ kernel (up to MMQ_MAX_N columns,
- * ops_mmq.cu), never cuBLAS. False for any other op. */
+ * MV_MAX_N tokens) or, with quantized weights and `mmq` (the backend's
+ * lm_cu_ctx.mmq), the MMQ kernels (up to MMQ_MAX_N columns or tokens:
+ * ops_mmq.cu, ops_moe.cu), never cuBLAS or a synchronization. False for any
+ * other op. */
 bool lm_cu_matmul_capturable(const struct lm_tensor *t, bool mmq);
 
 /* ops_attn.cu: ATTN */

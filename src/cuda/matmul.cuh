@@ -108,6 +108,11 @@ lm_status lm_cu_mul_mat_mmq(struct lm_cu_ctx *c, struct lm_tensor *dst);
  * tokens, a grouping kernel that fits, pair indices that fit an int. */
 bool lm_cu_moe_grouped(const struct lm_tensor *t);
 
+/* True when grouped MUL_MAT_ID node t can take the MMQ path (it does on a
+ * backend whose lm_cu_ctx.mmq is set): quantized weights the decoders read,
+ * at most MMQ_MAX_N tokens, experts and pairs within its grid. */
+bool lm_cu_moe_mmq_ok(const struct lm_tensor *t);
+
 /* MUL_MAT_ID node dst (lm_cu_moe_grouped) by the grouped path, as an op
  * function (cuda_internal.cuh); reads the expert offsets on the host (one
  * stream synchronization). */

@@ -904,9 +904,10 @@ bool lm_cu_matmul_capturable(const struct lm_tensor *t, bool mmq)
 {
     if (t->op == LM_OP_MUL_MAT)
         return t->src[1]->ne[1] <= MV_MAX_N || (mmq && lm_cu_mmq_ok(t));
-    /* ids [n_used, tokens]; more tokens take the grouped path (cuBLAS, a synchronization), or the matvec
-     * kernels where that cannot run (lm_cu_moe_grouped): not decode-sized either way */
-    return t->op == LM_OP_MUL_MAT_ID && t->src[2]->ne[1] <= MV_MAX_N;
+    /* ids [n_used, tokens]; more tokens take the grouped path: by MMQ (quantized weights, up to MMQ_MAX_N
+     * tokens) or cuBLAS after a synchronization, or the matvec kernels where grouping cannot run
+     * (lm_cu_moe_grouped): only the first is capturable */
+    return t->op == LM_OP_MUL_MAT_ID && (t->src[2]->ne[1] <= MV_MAX_N || (mmq && lm_cu_moe_mmq_ok(t)));
 }
 
 lm_status lm_cu_op_matmul(struct lm_cu_ctx *c, struct lm_tensor *dst)

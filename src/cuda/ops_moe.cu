@@ -3,6 +3,10 @@
  * when lm_cu_moe_grouped: more than 8 tokens, MV_MAX_N, and a grouping that
  * fits; other MUL_MAT_ID nodes run ops_matmul.cu's matvec kernels).
  *
+ * Quantized weights with up to MMQ_MAX_N tokens (lm_cu_moe_mmq_ok, unless
+ * LAMINA_CUDA_MMQ=0) take the MMQ kernel per expert (below, mmq.cuh): no
+ * host synchronization, capturable. The rest takes the cuBLAS path:
+ *
  * A counting sort on the device lists the (slot, token) pairs by expert
  * (ids out of range last), their activations are gathered into one packed
  * matrix of the GEMM path's compute type, the host reads the n_expert + 1
@@ -23,6 +27,7 @@
 #include "core/type.h"
 #include "cuda/cuda_internal.cuh"
 #include "cuda/matmul.cuh"
+#include "cuda/mmq.cuh"
 
 #define MOE_SMEM_MAX 49152 /* shared memory of the MUL_MAT_ID grouping kernel (no opt-in) */
 
@@ -179,6 +184,77 @@ static __global__ void k_moe_scatter(const moe_map m, const float *y, const int 
     }
 }
 
+/* ---- quantized weights, up to MMQ_MAX_N tokens: MMQ per expert ----
+ *
+ * After the grouping, the listed pairs' activations are packed as F16
+ * [Kp, pairs + BN] (mmq.cuh's layout: K rounded up to MMQ_BK, zeros past K,
+ * past the pairs with an expert and in the BN padding columns), and one
+ * launch covers every expert: block (bx, by, e) multiplies rows 16 bx.. of
+ * expert e's weights with its columns off[e] + BN by .. off[e + 1] (a block
+ * past them returns at once: the grid is sized for one expert taking every
+ * pair, since the counts are only known on the device), its results going
+ * straight to the pairs' dst columns. Pairs with an id out of range get zero
+ * columns. No host synchronization, no cuBLAS: capturable. */
+
+/* Element i of the packed activations (column j = i / Kp, k = i % Kp). */
+static __host__ __device__ __forceinline__ __half moe_mmq_packed_value(const moe_map &m, const float *b,
+                                                                        const int *off, const int *list, int64_t Kp,
+                                                                        int64_t i)
+{
+    const int64_t k = i % Kp, j = i / Kp;
+    if (k >= m.K || j >= off[m.n_expert])
+        return __float2half_rn(0.0f);
+    return mmq_half(b[moe_b_off(m, list[j]) + k * m.b_s0]);
+}
+
+static __global__ void k_moe_mmq_pack(const moe_map m, const float *b, const int *off, const int *list, int64_t Kp,
+                                      int64_t total, __half *out)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x)
+        out[i] = moe_mmq_packed_value(m, b, off, list, Kp, i);
+}
+
+/* Thread tid's share of a block's result (rows m0.., list columns c0 ..
+ * c1, at most BN): into the pairs' dst columns with bounds. */
+template <int BN>
+static __host__ __device__ __forceinline__ void moe_mmq_store(const moe_map &m, const int *list, float *dst,
+                                                              const float (*c)[MMQ_MAX_N][MMQ_LDC], int64_t m0, int c0,
+                                                              int c1, int tid)
+{
+    for (int i = tid; i < MMQ_BM * BN; i += MMQ_THREADS) {
+        const int r = i % MMQ_BM, col = i / MMQ_BM;
+        if (m0 + r < m.M && c0 + col < c1)
+            dst[moe_d_off(m, list[c0 + col]) + m0 + r] = mmq_sum(c, col, r);
+    }
+}
+
+/* Block (bx, by, e) as above; a: the weights (rows a_nb1, experts a_nb2
+ * bytes apart), x: the packed activations. */
+template <int T, int BN>
+static __global__ void __launch_bounds__(MMQ_THREADS)
+    k_moe_mmq(const moe_map m, const uint8_t *a, int64_t a_nb1, int64_t a_nb2, const __half *x, int64_t Kp,
+              const int *off, const int *list, float *dst)
+{
+    __shared__ __align__(128) mmq_smem sm;
+    const int e = (int)blockIdx.z, c0 = off[e] + (int)blockIdx.y * BN, c1 = off[e + 1];
+    if (c0 >= c1) /* the whole block alike */
+        return;
+    const int64_t m0 = (int64_t)blockIdx.x * MMQ_BM;
+    mmq_block<T, BN>(a + e * a_nb2, a_nb1, m.K, m.M, m0, x + (int64_t)c0 * Kp, Kp, &sm);
+    moe_mmq_store<BN>(m, list, dst, sm.c, m0, c0, c1, threadIdx.x);
+}
+
+/* The dst columns of the pairs whose id is out of range (list positions
+ * off[n_expert] ..): zeros. */
+static __global__ void k_moe_zero_bad(const moe_map m, const int *off, const int *list, float *dst)
+{
+    for (int64_t j = off[m.n_expert] + (int64_t)blockIdx.x; j < m.n_pairs; j += gridDim.x) {
+        float *o = dst + moe_d_off(m, list[j]);
+        for (int64_t k = threadIdx.x; k < m.M; k += blockDim.x)
+            o[k] = 0.0f;
+    }
+}
+
 /* ---- host side ----
  *
  * cuBLAS takes its sizes from the host, and how many pairs each expert gets
@@ -205,6 +281,15 @@ bool lm_cu_moe_grouped(const struct lm_tensor *t)
     const struct lm_tensor *ids = t->src[2];
     return t->op == LM_OP_MUL_MAT_ID && ids->ne[1] > MV_MAX_N && ids->ne[0] * ids->ne[1] <= INT32_MAX / 2 &&
            moe_group_warps(t->src[0]->ne[2] + 1) > 0;
+}
+
+bool lm_cu_moe_mmq_ok(const struct lm_tensor *t)
+{
+    if (!lm_cu_moe_grouped(t) || !lm_cu_decode_ok(t->src[0]->type))
+        return false;
+    const struct lm_tensor *ids = t->src[2];
+    /* grid z: the experts; grid y: every pair in 16-column blocks */
+    return ids->ne[1] <= MMQ_MAX_N && t->src[0]->ne[2] <= 65535 && ids->ne[0] * ids->ne[1] <= 65535 * 16;
 }
 
 /* The pairs of MUL_MAT_ID node dst. */
@@ -269,6 +354,54 @@ static lm_status moe_gemms(struct lm_cu_ctx *c, const struct lm_tensor *a, int k
     return st;
 }
 
+template <int T> static void launch_moe_mmq(const moe_map &m, const mm_weights &w, const __half *x, int64_t Kp,
+                                           const int *off, const int *list, float *dst, int bn, cudaStream_t st)
+{
+    const dim3 grid(lm_cu_blocks(m.M, MMQ_BM), lm_cu_blocks(m.n_pairs, bn), (unsigned)m.n_expert);
+    switch (bn) {
+    case 16: k_moe_mmq<T, 16><<<grid, MMQ_THREADS, 0, st>>>(m, w.data, w.nb1, w.nb2, x, Kp, off, list, dst); break;
+    case 32: k_moe_mmq<T, 32><<<grid, MMQ_THREADS, 0, st>>>(m, w.data, w.nb1, w.nb2, x, Kp, off, list, dst); break;
+    default: k_moe_mmq<T, 64><<<grid, MMQ_THREADS, 0, st>>>(m, w.data, w.nb1, w.nb2, x, Kp, off, list, dst); break;
+    }
+}
+
+/* The column block of the MMQ path for n_pairs pairs over n_expert experts:
+ * about one expert's share. */
+static int moe_mmq_bn(const moe_map &m) { return mmq_bn((m.n_pairs + m.n_expert - 1) / m.n_expert); }
+
+/* MUL_MAT_ID node dst (lm_cu_moe_mmq_ok) by MMQ per expert (above).
+ * Scratch: slot 3 the offsets and the list, slot 1 the packed activations,
+ * slot 2 misaligned weights (lm_cu_weights_of). */
+static lm_status moe_mmq(struct lm_cu_ctx *c, struct lm_tensor *dst)
+{
+    const struct lm_tensor *a = dst->src[0], *b = dst->src[1];
+    const moe_map m = moe_map_of(dst);
+    const int nb = m.n_expert + 1, nw = moe_group_warps(nb), bn = moe_mmq_bn(m);
+    const int64_t Kp = mmq_round_up(m.K, MMQ_BK), total = Kp * (m.n_pairs + bn);
+    mm_weights w;
+    lm_status st = lm_cu_weights_of(c, a, &w);
+    if (st)
+        return st;
+    int *off = (int *)lm_cu_scratch(c, 3, (size_t)(nb + 1 + m.n_pairs) * sizeof(int));
+    __half *x = (__half *)lm_cu_scratch(c, 1, (size_t)total * sizeof(__half));
+    if (!off || !x)
+        return LM_ERR_NOMEM;
+    int *list = off + nb + 1;
+    float *out = (float *)dst->data;
+    k_moe_group<<<1, 32 * nw, moe_group_smem(nw, nb), c->stream>>>(m, off, list);
+    k_moe_mmq_pack<<<grid_1d(lm_cu_blocks(total, 256), ROWS_GRID_MAX), 256, 0, c->stream>>>(
+        m, (const float *)b->data, off, list, Kp, total, x);
+    switch (a->type) {
+#define CASE_MOE_MMQ(t)                                                                                                \
+    case t: launch_moe_mmq<t>(m, w, x, Kp, off, list, out, bn, c->stream); break;
+        DQ_QUANT_TYPES(CASE_MOE_MMQ)
+#undef CASE_MOE_MMQ
+    default: return LM_ERR_UNSUPPORTED;
+    }
+    k_moe_zero_bad<<<grid_1d(m.n_pairs, ROWS_GRID_MAX), 256, 0, c->stream>>>(m, off, list, out);
+    return lm_cu_launch_status("mul_mat_id (mmq)");
+}
+
 /* MUL_MAT_ID with more than MV_MAX_N tokens (lm_cu_moe_grouped): group the
  * pairs by expert (k_moe_group), gather their activations (k_moe_gather),
  * read the offsets, one GEMM per expert with pairs (moe_gemms), scatter the
@@ -277,7 +410,9 @@ static lm_status moe_gemms(struct lm_cu_ctx *c, const struct lm_tensor *a, int k
  * slots 0 and 2 as ops_matmul.cu's gemm_quant. */
 lm_status lm_cu_mul_mat_id_grouped(struct lm_cu_ctx *c, struct lm_tensor *dst)
 {
-    if (lm_cu_capturing()) /* never: a batch is not captured (lm_cu_graph_capturable) */
+    if (c->mmq && lm_cu_moe_mmq_ok(dst))
+        return moe_mmq(c, dst);
+    if (lm_cu_capturing()) /* never: such a batch is not captured (lm_cu_graph_capturable) */
         return LM_ERR_UNSUPPORTED;
     const struct lm_tensor *a = dst->src[0], *b = dst->src[1];
     const moe_map m = moe_map_of(dst);

@@ -5,11 +5,12 @@
  * A graph is captured when it has a matrix product and every MUL_MAT has at
  * most 8 columns (the matvec kernels: matmul.cuh's MV_MAX_N) or quantized
  * weights and at most 64 (MMQ_MAX_N: ops_mmq.cu, unless the backend was made
- * with LAMINA_CUDA_MMQ=0), and every MUL_MAT_ID at
- * most 8 tokens (lm_cu_matmul_capturable), so that no cuBLAS call (bound to
+ * with LAMINA_CUDA_MMQ=0), and every MUL_MAT_ID at most 8 tokens, or 64
+ * with quantized weights (ops_moe.cu's MMQ path; lm_cu_matmul_capturable), so that no cuBLAS call (bound to
  * the backend's real stream) is ever part of a capture. Checked on small
  * layer-like graphs (RMS_NORM, a Q4_0 and an F16 product, ADD) at 1, 8, 9,
- * 64, 65 and 512 columns, MUL_MAT_ID at 1, 8, 9 and 100 tokens, one without
+ * 64, 65 and 512 columns, MUL_MAT_ID (Q8_0) at 1, 8, 9, 64, 65 and 100
+ * tokens, each with and without MMQ, one without
  * a product, and lm_cu_matmul_capturable on other ops. Prints "FAIL: ..." per failure; exits 1 if any.
  */
 #include <stdio.h>
@@ -89,14 +90,17 @@ int main(void)
     }
     static const struct {
         int64_t n;
-        bool want;
-    } moe[] = {{1, true}, {8, true}, {9, false}, {100, false}};
+        bool want, want_no_mmq;
+    } moe[] = {{1, true, true}, {8, true, true}, {9, true, false}, {64, true, false}, {65, false, false},
+               {100, false, false}};
     for (size_t i = 0; i < sizeof moe / sizeof moe[0]; i++) {
         lm_ctx_reset(ctx);
         const struct lm_graph *g = moe_graph(ctx, moe[i].n);
         CHECK(g != NULL, "moe graph %lld", (long long)moe[i].n);
         if (!g)
             continue;
+        CHECK(lm_cu_graph_capturable(g, false) == moe[i].want_no_mmq,
+              "MUL_MAT_ID of %lld tokens without MMQ: capturable %d", (long long)moe[i].n, (int)!moe[i].want_no_mmq);
         CHECK(lm_cu_graph_capturable(g, true) == moe[i].want, "MUL_MAT_ID of %lld tokens: capturable %d", (long long)moe[i].n,
               (int)!moe[i].want);
         const struct lm_tensor *t = node_of(g, LM_OP_MUL_MAT_ID);

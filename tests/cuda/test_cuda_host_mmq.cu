@@ -43,7 +43,8 @@
 
 static int n_cases;
 
-/* k_mmq<T, BN>'s block (bx, by) for slice y, phase by phase. */
+/* k_mmq<T, BN>'s block (bx, by) for slice y, phase by phase (mmq_block's
+ * loop, then mmq_store). */
 template <int T, int BN> static void emulate_block(const mmq_args &p, int64_t bx, int64_t by, int64_t y)
 {
     static mmq_smem sm;
@@ -57,7 +58,7 @@ template <int T, int BN> static void emulate_block(const mmq_args &p, int64_t bx
             for (int k = 0; k < MMQ_LDA; k++)
                 sm.a[r][k] = __float2half_rn(NAN);
         for (int tid = 0; tid < MMQ_THREADS; tid++)
-            mmq_fill_a<T>(p, s.a, m0, k0, tid, sm.a);
+            mmq_fill_a<T>(s.a, p.a_nb1, p.K, p.M, m0, k0, tid, sm.a);
         for (int wi = 0; wi < MMQ_WARPS; wi++)
             mmq_warp_mma(w[wi], sm.a, wi * MMQ_KW, s.b + n0 * p.Kp + k0, p.Kp);
     }
@@ -137,7 +138,7 @@ template <int T> static void check_case(lm_backend_t ref, struct lm_ctx *ctx, in
     for (int d = 0; d < 4; d++)
         pk.s[d] = (int64_t)b->nb[d] / 4;
     pk.K = K, pk.N = N, pk.B2 = b->ne[2];
-    pk.Kp = round_up(K, MMQ_BK), pk.Np = round_up(N, bn);
+    pk.Kp = mmq_round_up(K, MMQ_BK), pk.Np = mmq_round_up(N, bn);
     pk.total = pk.Kp * pk.Np * b->ne[2] * b->ne[3];
     __half *packed = (__half *)malloc(sizeof(__half) * pk.total);
     for (int64_t i = 0; i < pk.total; i++)

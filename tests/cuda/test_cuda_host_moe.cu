@@ -18,6 +18,13 @@
  *     sums), k_moe_scatter: the result must equal the ref backend's
  *     MUL_MAT_ID bit for bit (F32 weights), zero rows for ids out of range
  *     included, and every output written.
+ * The MMQ path (quantized weights, 9 to 64 tokens): k_moe_group as above,
+ * k_moe_mmq_pack's values, every block of k_moe_mmq run phase by phase with
+ * mmq.cuh's functions (mmq_block's loop, then moe_mmq_store) and
+ * k_moe_zero_bad, against ref's MUL_MAT_ID: normalised MSE within 1e-3
+ * (F16 weights and activations; test_ops' bound), every output written
+ * once (a NaN canary), zeros for ids out of range; Q4_0, Q8_0, Q4_K and Q6_K
+ * weights, 1 to 64 experts, 1 to 4 slots, K up to 1024, M up to 40.
  * Cases: 1 to 1000 experts (some never picked), 1 to 6 slots (an expert may
  * repeat within a token), 1 to 300 tokens, b shared by the slots or one per
  * slot, b and ids contiguous or transposed, about one id in eight out of
@@ -35,6 +42,7 @@
 
 #include "cuda/ops_moe.cu"
 #include "backend/backend.h"
+#include "quant/quant.h"
 #include "ref/ref.h"
 
 static int n_fail, n_pass;
@@ -223,6 +231,110 @@ static void check_case(lm_backend_t ref, struct lm_ctx *ctx, int c)
     free(out);
 }
 
+/* k_moe_mmq<T, BN>, every block, phase by phase; then k_moe_zero_bad. */
+template <int T, int BN>
+static void emulate_moe_mmq(const moe_map &m, const uint8_t *a, int64_t a_nb1, int64_t a_nb2, const __half *x,
+                            int64_t Kp, const int *off, const int *list, float *dst)
+{
+    static mmq_smem sm;
+    static mmq_warp<BN / 16> w[MMQ_WARPS];
+    for (int e = 0; e < m.n_expert; e++)
+        for (int by = 0; by < (m.n_pairs + BN - 1) / BN; by++) {
+            const int c0 = off[e] + by * BN, c1 = off[e + 1];
+            if (c0 >= c1)
+                continue;
+            for (int64_t m0 = 0; m0 < m.M; m0 += MMQ_BM) {
+                for (int wi = 0; wi < MMQ_WARPS; wi++)
+                    mmq_warp_zero(w[wi]);
+                for (int64_t k0 = 0; k0 < m.K; k0 += MMQ_BK) {
+                    for (int r = 0; r < MMQ_BM; r++)
+                        for (int k = 0; k < MMQ_LDA; k++)
+                            sm.a[r][k] = __float2half_rn(NAN);
+                    for (int tid = 0; tid < MMQ_THREADS; tid++)
+                        mmq_fill_a<T>(a + e * a_nb2, a_nb1, m.K, m.M, m0, k0, tid, sm.a);
+                    for (int wi = 0; wi < MMQ_WARPS; wi++)
+                        mmq_warp_mma(w[wi], sm.a, wi * MMQ_KW, x + (int64_t)c0 * Kp + k0, Kp);
+                }
+                for (int wi = 0; wi < MMQ_WARPS; wi++)
+                    mmq_warp_store(w[wi], sm.c[wi]);
+                for (int tid = 0; tid < MMQ_THREADS; tid++)
+                    moe_mmq_store<BN>(m, list, dst, sm.c, m0, c0, c1, tid);
+            }
+        }
+    for (int j = off[m.n_expert]; j < m.n_pairs; j++)
+        for (int64_t k = 0; k < m.M; k++)
+            dst[moe_d_off(m, list[j]) + k] = 0.0f;
+}
+
+template <int T> static void check_mmq_case(lm_backend_t ref, struct lm_ctx *ctx, int c)
+{
+    using Q = dq<T>;
+    const enum lm_type type = (enum lm_type)T;
+    static const int es[] = {1, 2, 3, 8, 16, 64};
+    lm_ctx_reset(ctx);
+    const int E = es[rng_int(6)], n_used = 1 + rng_int(4), T_ = 9 + rng_int(56);
+    const int64_t K = Q::QK * (1 + rng_int(Q::QK == 32 ? 32 : 4)), M = 1 + rng_int(40);
+    const int64_t B1 = rng_int(2) ? n_used : 1;
+    const bool bad = c % 3 == 0;
+    struct lm_tensor *as = lm_new_tensor_3d(ctx, type, K, M, E);
+    struct lm_tensor *b = new_input(ctx, K, B1, T_, rng_int(2));
+    struct lm_tensor *ids = lm_new_tensor_2d(ctx, LM_TYPE_I32, n_used, T_);
+    if (!as || !b || !ids) {
+        CHECK(false, "mmq case %d: arena", c);
+        return;
+    }
+    float *src = (float *)malloc(sizeof(float) * K * M * E);
+    for (int64_t i = 0; i < K * M * E; i++)
+        src[i] = rng_uniform(-1.0f, 1.0f);
+    lm_quantize_chunk(type, src, as->data, 0, M * E, K, NULL);
+    free(src);
+    for (int64_t i = 0; i < lm_nelements(ids); i++) {
+        int32_t v = rng_int(E);
+        if (bad && rng_int(8) == 0)
+            v = rng_int(2) ? -1 : E;
+        ((int32_t *)ids->data)[i] = v;
+    }
+    struct lm_tensor *dst = lm_mul_mat_id(ctx, as, b, ids);
+    struct lm_graph *g = dst ? lm_graph_new(ctx, 16) : NULL;
+    if (!g || lm_graph_expand(g, dst) != LM_OK || lm_backend_graph_compute(ref, g) != LM_OK) {
+        CHECK(false, "mmq case %d: ref compute", c);
+        return;
+    }
+    CHECK(lm_cu_moe_mmq_ok(dst), "mmq case %d: %s, %d tokens: lm_cu_moe_mmq_ok refuses", c, lm_type_name(type), T_);
+    const moe_map m = moe_map_of(dst);
+    const int nb = E + 1, P = m.n_pairs, bn = moe_mmq_bn(m);
+    int *off = (int *)malloc((size_t)(nb + 1) * sizeof(int)), *list = (int *)malloc((size_t)P * sizeof(int));
+    emulate_group(m, moe_group_warps(nb), off, list);
+    const int64_t Kp = mmq_round_up(K, MMQ_BK), total = Kp * (P + bn), n_out = lm_nelements(dst);
+    __half *x = (__half *)malloc(sizeof(__half) * total);
+    for (int64_t i = 0; i < total; i++)
+        x[i] = moe_mmq_packed_value(m, (const float *)b->data, off, list, Kp, i);
+    float *out = (float *)malloc(sizeof(float) * n_out);
+    for (int64_t i = 0; i < n_out; i++)
+        out[i] = NAN;
+    switch (bn) {
+    case 16: emulate_moe_mmq<T, 16>(m, (const uint8_t *)as->data, (int64_t)as->nb[1], (int64_t)as->nb[2], x, Kp, off, list, out); break;
+    case 32: emulate_moe_mmq<T, 32>(m, (const uint8_t *)as->data, (int64_t)as->nb[1], (int64_t)as->nb[2], x, Kp, off, list, out); break;
+    default: emulate_moe_mmq<T, 64>(m, (const uint8_t *)as->data, (int64_t)as->nb[1], (int64_t)as->nb[2], x, Kp, off, list, out); break;
+    }
+    double err = 0.0, energy = 0.0;
+    int64_t unwritten = 0;
+    for (int64_t i = 0; i < n_out; i++) {
+        const double want = ((const float *)dst->data)[i];
+        unwritten += isnan(out[i]);
+        err += (out[i] - want) * (out[i] - want);
+        energy += want * want;
+    }
+    const double nmse = energy > 0 ? err / energy : err;
+    CHECK(unwritten == 0 && nmse <= 1e-3, "mmq case %d: %s, %d experts, K %lld, M %lld, %d x %d pairs, bn %d: %lld "
+          "unwritten, nmse vs ref %.3g (bound 1e-3)", c, lm_type_name(type), E, (long long)K, (long long)M, n_used,
+          T_, bn, (long long)unwritten, nmse);
+    free(off);
+    free(list);
+    free(x);
+    free(out);
+}
+
 /* moe_group_warps: 16 warps where they fit, else the most that do, none
  * where one does not; lm_cu_moe_grouped refuses the latter. lm_cu_f16_chunk:
  * pieces of at most GEMM_CHUNK bytes (or one row) covering the weights. */
@@ -260,6 +372,14 @@ int main(void)
     check_sizes();
     for (int c = 0; c < 400; c++)
         check_case(ref, ctx, c);
+    for (int c = 0; c < 40; c++) {
+        switch (c % 4) {
+        case 0: check_mmq_case<LM_TYPE_Q4_0>(ref, ctx, c); break;
+        case 1: check_mmq_case<LM_TYPE_Q8_0>(ref, ctx, c); break;
+        case 2: check_mmq_case<LM_TYPE_Q4_K>(ref, ctx, c); break;
+        default: check_mmq_case<LM_TYPE_Q6_K>(ref, ctx, c); break;
+        }
+    }
     lm_ctx_free(ctx);
     lm_backend_free(ref);
     printf("test_cuda_host_moe: %d passed, %d failed\n", n_pass, n_fail);
