@@ -61,7 +61,13 @@
  * in the transposed layout (a row per channel), or, for lm_attn_vrows, a row
  * per cell of those types or Q8_0 (p then stays float, as ref). A Q8_0
  * element is decoded where it is read (attn_row_elem: the block's scale
- * times the code, exact), so every kernel keeps its float/double math.
+ * times the code, exact), so every kernel keeps its float/double math. A
+ * float V is read through two strides (per channel, per cell: attn_args
+ * v_sc, v_sj), one path for both layouts. The prefill kernel has an instance
+ * per NT for float caches and one for caches with a Q8_0 side (Q8): the
+ * extra paths would otherwise cost the float instances registers (sm_90,
+ * CUDA 13: float instances 124-160 registers without spills, as before the
+ * Q8_0 paths; the Q8 instance for NT 2 spills 8 bytes).
  *
  * Limits (lm_cu_supports_attn): d <= 256 and d_v <= 256 (registers: NT <= 8
  * channels per lane; shared memory), n_head <= 65535 (grid y), and a node
@@ -273,8 +279,9 @@ struct attn_args {
     int64_t n_q, n_head, n_kv, ratio; /* ratio: query heads per kv head */
     int d, d_v, d2, ks;               /* d2: d rounded up to 2; ks: prefill K tile row stride (doubles) */
     enum lm_type kt, vt;
-    enum lm_type pt; /* the type p is rounded to: v's, or F32 (no rounding) for V rows */
-    bool vrows;      /* v [d_v, n_kv, n_head_kv], a row per cell (lm_attn_vrows); else [n_kv, d_v, n_head_kv] */
+    enum lm_type pt;     /* the type p is rounded to: v's, or F32 (no rounding) for V rows */
+    bool vrows;          /* v [d_v, n_kv, n_head_kv], a row per cell (lm_attn_vrows); else [n_kv, d_v, n_head_kv] */
+    int64_t v_sc, v_sj;  /* a float V's byte strides per channel and per cell (either layout); Q8_0: v_sj */
     float scale, max_bias;
 };
 
@@ -324,15 +331,15 @@ static __device__ __forceinline__ void q_rounded_q8(const struct attn_args &a, i
     attn_q8_round(x, out + LM_QK * b);
 }
 
-/* Element c of cell j's V for kv head g's base vg (a.v + g nb[2]), in
- * either layout. */
-template <enum lm_type VT, bool ROWS>
+/* Element c of cell j's V for kv head g's base vg (a.v + g nb[2]): a float
+ * type in either layout through the strides, Q8_0 from its row per cell. */
+template <enum lm_type VT>
 static __device__ __forceinline__ float v_elem(const struct attn_args &a, const char *vg, int c, int64_t j)
 {
-    if constexpr (ROWS)
-        return attn_row_elem<VT>(vg + j * a.v_nb[1], c);
+    if constexpr (VT == LM_TYPE_Q8_0)
+        return attn_row_elem<VT>(vg + j * a.v_sj, c);
     else
-        return load_elem<VT>(vg + c * a.v_nb[1] + j * elem_size<VT>());
+        return load_elem<VT>(vg + c * a.v_sc + j * a.v_sj);
 }
 
 /* mask[j, i] (0 without a mask). */
@@ -378,42 +385,54 @@ static __device__ __forceinline__ void pf_stage_k(const struct attn_args &a, dou
 
 /* V columns of cells j0.. for channels 0..rows-1 as floats (zero past d_v or
  * n_kv): channel c at sv[c * PF_VS + cell]. */
-template <enum lm_type T, bool ROWS>
+template <enum lm_type T>
 static __device__ __forceinline__ void pf_stage_v(const struct attn_args &a, float *sv, int rows, int64_t g, int64_t j0)
 {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int64_t j = j0 + lane;
-    const char *vg = a.v + g * a.v_nb[2];
-    for (int c = warp; c < rows; c += PF_WARPS)
-        sv[c * PF_VS + lane] = j < a.n_kv && c < a.d_v ? v_elem<T, ROWS>(a, vg, c, j) : 0.0f;
+    const char *base = a.v + g * a.v_nb[2] + (j < a.n_kv ? j : 0) * a.v_sj; /* cell j's first element */
+    for (int c = warp; c < rows; c += PF_WARPS) {
+        float x = 0.0f;
+        if (j < a.n_kv && c < a.d_v) {
+            if constexpr (T == LM_TYPE_Q8_0)
+                x = attn_row_elem<T>(base, c);
+            else
+                x = load_elem<T>(base + c * a.v_sc);
+        }
+        sv[c * PF_VS + lane] = x;
+    }
 }
 
+/* The staging of k's / v's type. Q8 (an instance of the prefill kernel for
+ * nodes with a Q8_0 K or V) adds the Q8_0 cases: the float-only instances
+ * keep the registers they had before (a kernel's register count is set by
+ * its every path). */
+template <bool Q8>
 static __device__ __forceinline__ void pf_stage_k_any(const struct attn_args &a, double *sk, int64_t g, int64_t j0)
 {
+    if (Q8 && a.kt == LM_TYPE_Q8_0) {
+        pf_stage_k<LM_TYPE_Q8_0>(a, sk, g, j0);
+        return;
+    }
     switch (a.kt) {
     case LM_TYPE_F16: pf_stage_k<LM_TYPE_F16>(a, sk, g, j0); break;
     case LM_TYPE_BF16: pf_stage_k<LM_TYPE_BF16>(a, sk, g, j0); break;
-    case LM_TYPE_Q8_0: pf_stage_k<LM_TYPE_Q8_0>(a, sk, g, j0); break;
     default: pf_stage_k<LM_TYPE_F32>(a, sk, g, j0); break;
     }
 }
 
+template <bool Q8>
 static __device__ __forceinline__ void pf_stage_v_any(const struct attn_args &a, float *sv, int rows, int64_t g,
                                                       int64_t j0)
 {
-    if (a.vrows) {
-        switch (a.vt) {
-        case LM_TYPE_F16: pf_stage_v<LM_TYPE_F16, true>(a, sv, rows, g, j0); break;
-        case LM_TYPE_BF16: pf_stage_v<LM_TYPE_BF16, true>(a, sv, rows, g, j0); break;
-        case LM_TYPE_Q8_0: pf_stage_v<LM_TYPE_Q8_0, true>(a, sv, rows, g, j0); break;
-        default: pf_stage_v<LM_TYPE_F32, true>(a, sv, rows, g, j0); break;
-        }
+    if (Q8 && a.vt == LM_TYPE_Q8_0) {
+        pf_stage_v<LM_TYPE_Q8_0>(a, sv, rows, g, j0);
         return;
     }
     switch (a.vt) {
-    case LM_TYPE_F16: pf_stage_v<LM_TYPE_F16, false>(a, sv, rows, g, j0); break;
-    case LM_TYPE_BF16: pf_stage_v<LM_TYPE_BF16, false>(a, sv, rows, g, j0); break;
-    default: pf_stage_v<LM_TYPE_F32, false>(a, sv, rows, g, j0); break;
+    case LM_TYPE_F16: pf_stage_v<LM_TYPE_F16>(a, sv, rows, g, j0); break;
+    case LM_TYPE_BF16: pf_stage_v<LM_TYPE_BF16>(a, sv, rows, g, j0); break;
+    default: pf_stage_v<LM_TYPE_F32>(a, sv, rows, g, j0); break;
     }
 }
 
@@ -443,9 +462,10 @@ static __device__ __forceinline__ void pf_scores(const struct attn_args &a, cons
 }
 
 /* One block: head blockIdx.y, queries blockIdx.x * PF_BQ ..; NT channels per
- * lane (d_v <= 32 NT). Shared memory (pf_smem): the rounded q rows as
- * doubles, then one buffer for the K tile (doubles) and the V tile (floats). */
-template <int NT>
+ * lane (d_v <= 32 NT); Q8: the instance for a Q8_0 K or V. Shared memory
+ * (pf_smem): the rounded q rows as doubles, then one buffer for the K tile
+ * (doubles) and the V tile (floats). */
+template <int NT, bool Q8>
 static __global__ void __launch_bounds__(PF_THREADS, PF_MIN_BLOCKS(NT)) attn_prefill(const struct attn_args a)
 {
     double *sq = (double *)dyn_smem(), *sk = sq + PF_BQ * a.d2;
@@ -455,7 +475,7 @@ static __global__ void __launch_bounds__(PF_THREADS, PF_MIN_BLOCKS(NT)) attn_pre
     const double slope = attn_slope(a.max_bias, a.n_head, h);
     const double *sqw = sq + warp * PF_ROWS * a.d2;
 
-    if (a.kt == LM_TYPE_Q8_0) { /* d % 32 == 0, so d2 == d: a thread per (row, block) */
+    if (Q8 && a.kt == LM_TYPE_Q8_0) { /* d % 32 == 0, so d2 == d: a thread per (row, block) */
         const int nb = a.d / LM_QK;
         for (int e = threadIdx.x; e < PF_BQ * nb; e += PF_THREADS)
             q_rounded_q8(a, e % nb, i0 + e / nb, h, i0 + e / nb < a.n_q, sq + e / nb * a.d2);
@@ -475,7 +495,7 @@ static __global__ void __launch_bounds__(PF_THREADS, PF_MIN_BLOCKS(NT)) attn_pre
         double s[PF_ROWS];
         if (!__syncthreads_or(pf_mask(a, iw, j0 + lane, mk)))
             continue; /* (the barrier also orders the last tile's reads before this staging) */
-        pf_stage_k_any(a, sk, g, j0);
+        pf_stage_k_any<Q8>(a, sk, g, j0);
         __syncthreads();
         pf_scores(a, sqw, sk, slope, mk, s);
 #pragma unroll
@@ -499,14 +519,14 @@ static __global__ void __launch_bounds__(PF_THREADS, PF_MIN_BLOCKS(NT)) attn_pre
         double s[PF_ROWS];
         if (!__syncthreads_or(pf_mask(a, iw, j0 + lane, mk)))
             continue;
-        pf_stage_k_any(a, sk, g, j0);
+        pf_stage_k_any<Q8>(a, sk, g, j0);
         __syncthreads();
         pf_scores(a, sqw, sk, slope, mk, s);
 #pragma unroll
         for (int r = 0; r < PF_ROWS; r++)
             p[r] = attn_prob(s[r], st[r], a.pt);
         __syncthreads(); /* K read: the buffer takes V */
-        pf_stage_v_any(a, sv, 32 * NT, g, j0);
+        pf_stage_v_any<Q8>(a, sv, 32 * NT, g, j0);
         __syncthreads();
         const float *vl = sv + lane * PF_VS;
 #pragma unroll 4
@@ -587,7 +607,10 @@ template <int NT> static lm_status pf_allow_smem(size_t optin)
     want = want < optin ? want : optin;
     if (want <= 48 * 1024)
         return LM_OK;
-    if (cudaFuncSetAttribute(attn_prefill<NT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)want) != cudaSuccess)
+    if (cudaFuncSetAttribute(attn_prefill<NT, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)want) !=
+            cudaSuccess ||
+        cudaFuncSetAttribute(attn_prefill<NT, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)want) !=
+            cudaSuccess)
         return lm_cu_launch_status("ATTN prefill: allow shared memory");
     return LM_OK;
 }
@@ -595,7 +618,10 @@ template <int NT> static lm_status pf_allow_smem(size_t optin)
 template <int NT> static lm_status pf_launch(const struct attn_args &a, cudaStream_t stream)
 {
     const dim3 grid((unsigned)ceil_div(a.n_q, PF_BQ), (unsigned)a.n_head);
-    attn_prefill<NT><<<grid, PF_THREADS, pf_smem(a, NT), stream>>>(a);
+    if (a.kt == LM_TYPE_Q8_0 || a.vt == LM_TYPE_Q8_0)
+        attn_prefill<NT, true><<<grid, PF_THREADS, pf_smem(a, NT), stream>>>(a);
+    else
+        attn_prefill<NT, false><<<grid, PF_THREADS, pf_smem(a, NT), stream>>>(a);
     return lm_cu_launch_status("ATTN prefill");
 }
 
@@ -696,7 +722,7 @@ static __global__ void __launch_bounds__(DC_THREADS)
  * probabilities, and per channel c the chunk's sum of p * v[:, c] (a warp per
  * channel, lanes over cells) into part[row][chunk][c], or into dst when part
  * is NULL (one chunk). Dynamic shared memory: the chunk's p (chunk floats). */
-template <enum lm_type VT, bool ROWS>
+template <enum lm_type VT>
 static __global__ void __launch_bounds__(DC_THREADS) attn_dc_values(const struct attn_args a, int chunk,
                                                                     const double *scores,
                                                                     const struct attn_stats *stats, float *part)
@@ -722,7 +748,7 @@ static __global__ void __launch_bounds__(DC_THREADS) attn_dc_values(const struct
         if (any) { /* else the chunk adds nothing: skip its V */
             for (int jj = lane; jj < n; jj += 32)
                 if (sp[jj] != 0.0f) /* hidden cells: V is not read */
-                    acc = fmaf(sp[jj], v_elem<VT, ROWS>(a, vg, c, j0 + jj), acc);
+                    acc = fmaf(sp[jj], v_elem<VT>(a, vg, c, j0 + jj), acc);
             acc = warp_sum(acc);
         }
         if (lane == 0) {
@@ -756,11 +782,11 @@ static void dc_scores(const struct attn_args &a, dim3 grid, size_t smem, cudaStr
     attn_dc_scores<KT><<<grid, DC_THREADS, smem, stream>>>(a, chunk, scores, stats);
 }
 
-template <enum lm_type VT, bool ROWS>
+template <enum lm_type VT>
 static void dc_values(const struct attn_args &a, dim3 grid, size_t smem, cudaStream_t stream, int chunk,
                       const double *scores, const struct attn_stats *stats, float *part)
 {
-    attn_dc_values<VT, ROWS><<<grid, DC_THREADS, smem, stream>>>(a, chunk, scores, stats, part);
+    attn_dc_values<VT><<<grid, DC_THREADS, smem, stream>>>(a, chunk, scores, stats, part);
 }
 
 static lm_status run_decode(struct lm_cu_ctx *c, const struct attn_args &a, const struct attn_plan &p)
@@ -785,22 +811,12 @@ static lm_status run_decode(struct lm_cu_ctx *c, const struct attn_args &a, cons
     lm_status st = lm_cu_launch_status("ATTN decode scores");
     if (st)
         return st;
-#define DC_VALUES(VT, ROWS) dc_values<VT, ROWS>(a, grid, smem2, c->stream, chunk, scores, stats, part)
-    if (a.vrows) {
-        switch (a.vt) {
-        case LM_TYPE_F16: DC_VALUES(LM_TYPE_F16, true); break;
-        case LM_TYPE_BF16: DC_VALUES(LM_TYPE_BF16, true); break;
-        case LM_TYPE_Q8_0: DC_VALUES(LM_TYPE_Q8_0, true); break;
-        default: DC_VALUES(LM_TYPE_F32, true); break;
-        }
-    } else {
-        switch (a.vt) {
-        case LM_TYPE_F16: DC_VALUES(LM_TYPE_F16, false); break;
-        case LM_TYPE_BF16: DC_VALUES(LM_TYPE_BF16, false); break;
-        default: DC_VALUES(LM_TYPE_F32, false); break;
-        }
+    switch (a.vt) {
+    case LM_TYPE_F16: dc_values<LM_TYPE_F16>(a, grid, smem2, c->stream, chunk, scores, stats, part); break;
+    case LM_TYPE_BF16: dc_values<LM_TYPE_BF16>(a, grid, smem2, c->stream, chunk, scores, stats, part); break;
+    case LM_TYPE_Q8_0: dc_values<LM_TYPE_Q8_0>(a, grid, smem2, c->stream, chunk, scores, stats, part); break;
+    default: dc_values<LM_TYPE_F32>(a, grid, smem2, c->stream, chunk, scores, stats, part); break;
     }
-#undef DC_VALUES
     st = lm_cu_launch_status("ATTN decode values");
     if (st || !part)
         return st;
@@ -839,6 +855,10 @@ static struct attn_args attn_args_of(struct lm_tensor *dst)
     a.kt = k->type;
     a.vt = v->type;
     a.pt = a.vrows ? LM_TYPE_F32 : v->type;
+    /* element (c, j) of a float V at c v_sc + j v_sj: channels along a row per cell, or cells along a row
+     * per channel (transposed); a Q8_0 V (rows only) decodes from its row j v_sj */
+    a.v_sc = a.vrows ? (int64_t)lm_type_size(v->type) : (int64_t)v->nb[1];
+    a.v_sj = a.vrows ? (int64_t)v->nb[1] : (int64_t)lm_type_size(v->type);
     a.scale = lm_get_op_f32(dst, 0);
     a.max_bias = lm_get_op_f32(dst, 1);
     return a;
