@@ -29,8 +29,6 @@ static_assert(MMQ_LDA % 8 == 0, "A-tile rows 16-byte aligned (runs stored 16 byt
 
 #define MMQ_FN static __host__ __device__ __forceinline__
 
-#define MMQ_FN static __host__ __device__ __forceinline__
-
 /* v as F16, finite values past the F16 range saturated (store_act's rule). */
 MMQ_FN __half mmq_half(float v)
 {
@@ -45,10 +43,11 @@ union mmq_smem {
 };
 
 /* Thread tid's unit of the A tile of rows m0.. and elements k0..k0 + MMQ_BK
- * of weights `wa` (rows of K, row stride a_nb1 bytes, M rows): the tile's MMQ_BM x (MMQ_BK / 32) units row by row
- * (neighbouring threads read neighbouring units of a row). Unit u of a row
- * is unit u % UPB of the tile's block u / UPB; its 4 runs of 8 land at their
- * elements' columns. */
+ * of weights `wa` (rows of K, row stride a_nb1 bytes, M rows): the tile's
+ * MMQ_BM x (MMQ_BK / 32) units row by row, one per thread (neighbouring
+ * threads read neighbouring units of a row). Unit u of a row is unit u % UPB
+ * of the tile's block u / UPB; its 4 runs of 8 land at their elements'
+ * columns. */
 template <int T>
 MMQ_FN void mmq_fill_a(const uint8_t *wa, int64_t a_nb1, int64_t K, int64_t M, int64_t m0, int64_t k0, int tid,
                        __half (*a)[MMQ_LDA])

@@ -132,7 +132,6 @@ template <int T, int BN> static __global__ void __launch_bounds__(MMQ_THREADS) k
 
 /* ---- host side ---- */
 
-
 bool lm_cu_mmq_ok(const struct lm_tensor *t)
 {
     return t->op == LM_OP_MUL_MAT && lm_cu_decode_ok(t->src[0]->type) && t->src[1]->ne[1] > MV_MAX_N &&
