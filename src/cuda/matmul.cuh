@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "core/fp16.h"
+#include "core/op_rules.h" /* lm_op_float_type */
 #include "core/tensor.h"
 #include "core/type.h"
 #include "cuda/cuda_internal.cuh"
@@ -24,8 +25,6 @@
 
 /* Compute types of the GEMM path's activations. */
 enum act_kind { ACT_F32, ACT_F16, ACT_BF16 };
-
-static inline bool is_float_type(enum lm_type t) { return t == LM_TYPE_F32 || t == LM_TYPE_F16 || t == LM_TYPE_BF16; }
 
 static inline unsigned grid_1d(int64_t n, int64_t max) { return (unsigned)(n < 1 ? 1 : n < max ? n : max); }
 

@@ -83,6 +83,7 @@
 #include <math.h>
 
 #include "core/fp16.h"
+#include "core/op_rules.h"
 #include "core/tensor.h"
 #include "cuda/cuda_internal.cuh"
 #include "cuda/quantize.cuh"
@@ -864,8 +865,6 @@ static struct attn_args attn_args_of(struct lm_tensor *dst)
     return a;
 }
 
-static bool float_type(enum lm_type t) { return t == LM_TYPE_F32 || t == LM_TYPE_F16 || t == LM_TYPE_BF16; }
-
 bool lm_cu_supports_attn(const struct lm_cu_limits *lim, const struct lm_tensor *t)
 {
     if (t->op != LM_OP_ATTN)
@@ -874,8 +873,8 @@ bool lm_cu_supports_attn(const struct lm_cu_limits *lim, const struct lm_tensor 
     const bool vrows = lm_get_op_i32(t, 2) != 0;
     const int64_t d_v = vrows ? v->ne[0] : v->ne[1];
     /* K: a float type or Q8_0 (whole blocks per head); V: a float type, or Q8_0 rows per cell */
-    const bool k_ok = float_type(k->type) || (k->type == LM_TYPE_Q8_0 && q->ne[0] % LM_QK == 0);
-    const bool v_ok = float_type(v->type) || (vrows && v->type == LM_TYPE_Q8_0 && d_v % LM_QK == 0);
+    const bool k_ok = lm_op_float_type(k->type) || (k->type == LM_TYPE_Q8_0 && q->ne[0] % LM_QK == 0);
+    const bool v_ok = lm_op_float_type(v->type) || (vrows && v->type == LM_TYPE_Q8_0 && d_v % LM_QK == 0);
     if (!k_ok || !v_ok || q->ne[0] > ATTN_MAX_D || d_v > ATTN_MAX_D || q->ne[2] > 65535 || q->ne[1] > INT32_MAX ||
         k->ne[1] > INT32_MAX)
         return false;

@@ -28,7 +28,7 @@
 
 #include "cuda/elem.cuh"
 #include "cuda/cuda_internal.cuh"
-#include "cuda/matmul.cuh" /* lm_cu_decode_rows, is_float_type */
+#include "cuda/matmul.cuh" /* lm_cu_decode_rows */
 #include "cuda/quantize.cuh" /* block encoders, lm_cu_gather32 */
 
 /* Every function and kernel here is static at file scope (not in an unnamed
@@ -300,7 +300,7 @@ static void copy_any(cudaStream_t st, const struct lm_tensor *src, struct lm_ten
 {
     if (src->type == dst->type)
         copy_same(st, src, dst);
-    else if (is_float_type(dst->type))
+    else if (lm_op_float_type(dst->type))
         convert_float(st, src, dst);
     else
         quantize(st, src, dst);
@@ -333,10 +333,10 @@ bool lm_cu_supports_copy(const struct lm_cu_limits *lim, const struct lm_tensor 
     if (t->op != LM_OP_CPY && t->op != LM_OP_CONT)
         return false;
     const enum lm_type s = t->src[0]->type, d = t->type;
-    if (s == d || (is_float_type(s) && is_float_type(d)))
+    if (s == d || (lm_op_float_type(s) && lm_op_float_type(d)))
         return true;
     if (lm_type_blck(s) > 1) /* decoded: a quantized V cache read by the unfused attention graph, a K cache shifted */
-        return is_float_type(d) && lm_cu_decode_ok(s) && t->src[0]->ne[0] % lm_type_blck(s) == 0;
+        return lm_op_float_type(d) && lm_cu_decode_ok(s) && t->src[0]->ne[0] % lm_type_blck(s) == 0;
     return s == LM_TYPE_F32 && has_encoder(d);
 }
 
@@ -396,7 +396,7 @@ bool lm_cu_supports_set_rows(const struct lm_cu_limits *lim, const struct lm_ten
     (void)lim;
     if (t->op != LM_OP_SET_ROWS)
         return false;
-    return is_float_type(t->type) || has_encoder(t->type);
+    return lm_op_float_type(t->type) || has_encoder(t->type);
 }
 
 template <class D> static void launch_set_rows(cudaStream_t st, const struct lm_tensor *a, const int32_t *ids,

@@ -577,7 +577,7 @@ lm_status lm_cu_weights_of(struct lm_cu_ctx *c, const struct lm_tensor *a, mm_we
     size_t align = 16; /* gcd(block bytes, 16) */
     while (lm_type_size(a->type) % align)
         align /= 2;
-    if (is_float_type(a->type) || aligned_rows(a, align)) {
+    if (lm_op_float_type(a->type) || aligned_rows(a, align)) {
         *w = {(const uint8_t *)a->data, (int64_t)a->nb[1], (int64_t)a->nb[2], (int64_t)a->nb[3]};
         return LM_OK;
     }
@@ -675,8 +675,8 @@ static lm_status mul_mat_vec(struct lm_cu_ctx *c, struct lm_tensor *dst, const s
     p.a_nb1 = w.nb1, p.a_nb2 = w.nb2, p.a_nb3 = w.nb3;
     p.K = a->ne[0], p.M = a->ne[1];
     /* quantized weights and aligned float rows read b with float4 loads */
-    const bool fl_vec = is_float_type(t) && a->ne[0] % 8 == 0 && aligned_rows(a, 16);
-    const bool b_vec = !is_float_type(t) || fl_vec;
+    const bool fl_vec = lm_op_float_type(t) && a->ne[0] % 8 == 0 && aligned_rows(a, 16);
+    const bool b_vec = !lm_op_float_type(t) || fl_vec;
     const float *bd = (const float *)b->data;
     int64_t bs[4] = {(int64_t)b->nb[0] / 4, (int64_t)b->nb[1] / 4, (int64_t)b->nb[2] / 4, (int64_t)b->nb[3] / 4};
     if (b_vec && !act_vec_ok(b)) {
@@ -803,7 +803,7 @@ static lm_status mul_mat_gemm(struct lm_cu_ctx *c, struct lm_tensor *dst)
     if (st)
         return st;
     st = lm_cu_cublas_status(cublasSetPointerMode(c->cublas, CUBLAS_POINTER_MODE_HOST), "cublasSetPointerMode");
-    if (st || !is_float_type(a->type))
+    if (st || !lm_op_float_type(a->type))
         return st ? st : gemm_quant(c, dst, bp);
     const int64_t K = a->ne[0], M = a->ne[1], A2 = a->ne[2], N = b->ne[1], B2 = b->ne[2];
     const int64_t r2 = B2 / A2, r3 = b->ne[3] / a->ne[3], esz = (int64_t)lm_type_size(a->type);
@@ -886,12 +886,12 @@ bool lm_cu_supports_matmul(const struct lm_cu_limits *lim, const struct lm_tenso
     if (t->op != LM_OP_MUL_MAT && t->op != LM_OP_MUL_MAT_ID && t->op != LM_OP_GET_ROWS)
         return false;
     const struct lm_tensor *a = t->src[0];
-    if (!is_float_type(a->type) && !quant_ok(a->type))
+    if (!lm_op_float_type(a->type) && !quant_ok(a->type))
         return false;
     if (t->type != LM_TYPE_F32 || t->nb[0] != sizeof(float))
         return false;
     /* GET_ROWS's rule allows strided F32/F16/BF16 rows; quantized rows are read whole */
-    if (!is_float_type(a->type) && a->nb[0] != lm_type_size(a->type))
+    if (!lm_op_float_type(a->type) && a->nb[0] != lm_type_size(a->type))
         return false;
     /* the GEMM path writes r2 * N contiguous columns of a contiguous result at once */
     if (t->op == LM_OP_MUL_MAT && t->src[1]->ne[1] > MV_MAX_N &&

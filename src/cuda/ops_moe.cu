@@ -316,7 +316,7 @@ static lm_status moe_gemms(struct lm_cu_ctx *c, const struct lm_tensor *a, int k
 {
     const int64_t K = a->ne[0], M = a->ne[1], E = a->ne[2], esz = kind == ACT_F32 ? 4 : 2;
     lm_status st = LM_OK;
-    if (is_float_type(a->type)) {
+    if (lm_op_float_type(a->type)) {
         const int64_t lda = M == 1 ? K : (int64_t)a->nb[1] / esz;
         for (int64_t e = 0; e < E && !st; e++) {
             const int64_t n = h_off[e + 1] - h_off[e];
