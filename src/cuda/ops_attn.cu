@@ -87,6 +87,7 @@
 #include "core/tensor.h"
 #include "cuda/cuda_internal.cuh"
 #include "cuda/quantize.cuh"
+#include "cuda/warp.cuh"
 #include "quant/blocks.h"
 
 #define ATTN_MAX_D 256 /* largest d and d_v the kernels take */
@@ -290,15 +291,8 @@ struct attn_args {
  * 16-byte pairs, so that 8 lanes reading rows lane * ks hit distinct banks. */
 static __host__ __device__ int pf_k_stride(int d2) { return (d2 / 2) % 2 ? d2 : d2 + 2; }
 
-/* Sum and max over the lanes of a warp (width 32) or of aligned groups of
- * `width` lanes; every lane gets the result. */
-template <typename R> static __device__ __forceinline__ R warp_sum(R v, int width = 32)
-{
-    for (int o = width / 2; o > 0; o /= 2)
-        v += __shfl_xor_sync(FULL_MASK, v, o);
-    return v;
-}
-
+/* The max over the lanes of a warp (NaN as the comparison leaves it); every
+ * lane gets the result. The sum: warp.cuh. */
 template <typename R> static __device__ __forceinline__ R warp_max(R v)
 {
     for (int o = 16; o > 0; o /= 2) {

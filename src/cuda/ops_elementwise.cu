@@ -31,6 +31,7 @@
 #include "cuda/elem.cuh"
 #include "cuda/cuda_internal.cuh"
 #include "cuda/rowmath.cuh"
+#include "cuda/warp.cuh"
 
 /* Types live in unnamed namespaces (no clash with another file's types);
  * functions and kernels are static at file scope: nvcc gives an unnamed
@@ -186,13 +187,6 @@ static __global__ void k_binary_flat(const float *a, const float *b, float *y, i
 }
 
 /* ---- reductions ---- */
-
-static __device__ __forceinline__ float warp_sum(float v)
-{
-    for (int o = 16; o > 0; o >>= 1)
-        v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
 
 static __device__ __forceinline__ float warp_max(float v)
 {

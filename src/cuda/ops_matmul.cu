@@ -52,6 +52,7 @@
 #include "cuda/cuda_internal.cuh"
 #include "cuda/dequant.cuh"
 #include "cuda/matmul.cuh"
+#include "cuda/warp.cuh"
 
 #define MV_THREADS 128 /* threads per matvec / row block */
 #define MV_WARPS (MV_THREADS / 32)
@@ -71,13 +72,6 @@ static bool quant_ok(enum lm_type t)
 #undef CASE_TRUE
 }
 
-static __device__ __forceinline__ float warp_sum(float v)
-{
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-        v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
 
 /* Bytes of one row tile of type T in shared memory: TB blocks (128 units)
  * plus the slack of copying whole aligned 16-byte chunks around them. */
