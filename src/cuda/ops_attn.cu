@@ -282,7 +282,6 @@ struct attn_args {
     int d, d_v, d2, ks;               /* d2: d rounded up to 2; ks: prefill K tile row stride (doubles) */
     enum lm_type kt, vt;
     enum lm_type pt;     /* the type p is rounded to: v's, or F32 (no rounding) for V rows */
-    bool vrows;          /* v [d_v, n_kv, n_head_kv], a row per cell (lm_attn_vrows); else [n_kv, d_v, n_head_kv] */
     int64_t v_sc, v_sj;  /* a float V's byte strides per channel and per cell (either layout); Q8_0: v_sj */
     float scale, max_bias;
 };
@@ -326,15 +325,15 @@ static __device__ __forceinline__ void q_rounded_q8(const struct attn_args &a, i
     attn_q8_round(x, out + LM_QK * b);
 }
 
-/* Element c of cell j's V for kv head g's base vg (a.v + g nb[2]): a float
- * type in either layout through the strides, Q8_0 from its row per cell. */
+/* Channel c of a V cell whose first element is at `cell`: a float type in
+ * either layout through the channel stride, Q8_0 from its row per cell. */
 template <enum lm_type VT>
-static __device__ __forceinline__ float v_elem(const struct attn_args &a, const char *vg, int c, int64_t j)
+static __device__ __forceinline__ float v_elem(const struct attn_args &a, const char *cell, int c)
 {
     if constexpr (VT == LM_TYPE_Q8_0)
-        return attn_row_elem<VT>(vg + j * a.v_sj, c);
+        return attn_row_elem<VT>(cell, c);
     else
-        return load_elem<VT>(vg + c * a.v_sc + j * a.v_sj);
+        return load_elem<VT>(cell + c * a.v_sc);
 }
 
 /* mask[j, i] (0 without a mask). */
@@ -386,16 +385,8 @@ static __device__ __forceinline__ void pf_stage_v(const struct attn_args &a, flo
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int64_t j = j0 + lane;
     const char *base = a.v + g * a.v_nb[2] + (j < a.n_kv ? j : 0) * a.v_sj; /* cell j's first element */
-    for (int c = warp; c < rows; c += PF_WARPS) {
-        float x = 0.0f;
-        if (j < a.n_kv && c < a.d_v) {
-            if constexpr (T == LM_TYPE_Q8_0)
-                x = attn_row_elem<T>(base, c);
-            else
-                x = load_elem<T>(base + c * a.v_sc);
-        }
-        sv[c * PF_VS + lane] = x;
-    }
+    for (int c = warp; c < rows; c += PF_WARPS)
+        sv[c * PF_VS + lane] = j < a.n_kv && c < a.d_v ? v_elem<T>(a, base, c) : 0.0f;
 }
 
 /* The staging of k's / v's type. Q8 (an instance of the prefill kernel for
@@ -670,7 +661,7 @@ static __global__ void __launch_bounds__(DC_THREADS)
     const int n = (int)(a.n_kv - j0 < chunk ? a.n_kv - j0 : chunk);
     const double slope = attn_slope(a.max_bias, a.n_head, h);
 
-    if (KT == LM_TYPE_Q8_0)
+    if constexpr (KT == LM_TYPE_Q8_0)
         for (int b = threadIdx.x; b < a.d / LM_QK; b += DC_THREADS)
             q_rounded_q8(a, b, i, h, true, sq);
     else
@@ -743,7 +734,7 @@ static __global__ void __launch_bounds__(DC_THREADS) attn_dc_values(const struct
         if (any) { /* else the chunk adds nothing: skip its V */
             for (int jj = lane; jj < n; jj += 32)
                 if (sp[jj] != 0.0f) /* hidden cells: V is not read */
-                    acc = fmaf(sp[jj], v_elem<VT>(a, vg, c, j0 + jj), acc);
+                    acc = fmaf(sp[jj], v_elem<VT>(a, vg + (j0 + jj) * a.v_sj, c), acc);
             acc = warp_sum(acc);
         }
         if (lane == 0) {
@@ -821,6 +812,12 @@ static lm_status run_decode(struct lm_cu_ctx *c, const struct attn_args &a, cons
 
 /* ---- the op ---- */
 
+/* V rows per cell (lm_attn_vrows: v [d_v, n_kv, n_head_kv]), else the
+ * transposed layout [n_kv, d_v, n_head_kv]; and d_v either way. */
+static bool attn_vrows(const struct lm_tensor *t) { return lm_get_op_i32(t, 2) != 0; }
+
+static int64_t attn_d_v(const struct lm_tensor *t) { return t->src[2]->ne[attn_vrows(t) ? 0 : 1]; }
+
 static struct attn_args attn_args_of(struct lm_tensor *dst)
 {
     const struct lm_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2], *mask = dst->src[3];
@@ -843,17 +840,17 @@ static struct attn_args attn_args_of(struct lm_tensor *dst)
     a.n_kv = k->ne[1];
     a.ratio = q->ne[2] / k->ne[2];
     a.d = (int)q->ne[0];
-    a.vrows = lm_get_op_i32(dst, 2) != 0;
-    a.d_v = (int)(a.vrows ? v->ne[0] : v->ne[1]);
+    const bool vrows = attn_vrows(dst);
+    a.d_v = (int)attn_d_v(dst);
     a.d2 = (a.d + 1) / 2 * 2;
     a.ks = pf_k_stride(a.d2);
     a.kt = k->type;
     a.vt = v->type;
-    a.pt = a.vrows ? LM_TYPE_F32 : v->type;
+    a.pt = vrows ? LM_TYPE_F32 : v->type;
     /* element (c, j) of a float V at c v_sc + j v_sj: channels along a row per cell, or cells along a row
      * per channel (transposed); a Q8_0 V (rows only) decodes from its row j v_sj */
-    a.v_sc = a.vrows ? (int64_t)lm_type_size(v->type) : (int64_t)v->nb[1];
-    a.v_sj = a.vrows ? (int64_t)v->nb[1] : (int64_t)lm_type_size(v->type);
+    a.v_sc = vrows ? (int64_t)lm_type_size(v->type) : (int64_t)v->nb[1];
+    a.v_sj = vrows ? (int64_t)v->nb[1] : (int64_t)lm_type_size(v->type);
     a.scale = lm_get_op_f32(dst, 0);
     a.max_bias = lm_get_op_f32(dst, 1);
     return a;
@@ -864,8 +861,8 @@ bool lm_cu_supports_attn(const struct lm_cu_limits *lim, const struct lm_tensor 
     if (t->op != LM_OP_ATTN)
         return false;
     const struct lm_tensor *q = t->src[0], *k = t->src[1], *v = t->src[2];
-    const bool vrows = lm_get_op_i32(t, 2) != 0;
-    const int64_t d_v = vrows ? v->ne[0] : v->ne[1];
+    const bool vrows = attn_vrows(t);
+    const int64_t d_v = attn_d_v(t);
     /* K: a float type or Q8_0 (whole blocks per head); V: a float type, or Q8_0 rows per cell */
     const bool k_ok = lm_op_float_type(k->type) || (k->type == LM_TYPE_Q8_0 && q->ne[0] % LM_QK == 0);
     const bool v_ok = lm_op_float_type(v->type) || (vrows && v->type == LM_TYPE_Q8_0 && d_v % LM_QK == 0);

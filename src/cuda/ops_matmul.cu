@@ -72,7 +72,6 @@ static bool quant_ok(enum lm_type t)
 #undef CASE_TRUE
 }
 
-
 /* Bytes of one row tile of type T in shared memory: TB blocks (128 units)
  * plus the slack of copying whole aligned 16-byte chunks around them. */
 template <int T> struct mm_tile {

@@ -38,36 +38,20 @@
 #include "ref/ref.h"
 
 #include "host_check.h"
+#include "host_mmq.h"
 #define HOST_RNG_SEED 0x6d6d71a5e3b1c047ull
 #include "host_rng.h"
 
 static int n_cases;
 
-/* k_mmq<T, BN>'s block (bx, by) for slice y, phase by phase (mmq_block's
- * loop, then mmq_store). */
+/* k_mmq<T, BN>'s block (bx, by) for slice y, phase by phase (mmq_block,
+ * then mmq_store). */
 template <int T, int BN> static void emulate_block(const mmq_args &p, int64_t bx, int64_t by, int64_t y)
 {
     static mmq_smem sm;
-    static mmq_warp<BN / 16> w[MMQ_WARPS];
     const int64_t m0 = bx * MMQ_BM, n0 = by * BN;
     const mmq_slice s = mmq_resolve(p, y);
-    for (int wi = 0; wi < MMQ_WARPS; wi++)
-        mmq_warp_zero(w[wi]);
-    for (int64_t k0 = 0; k0 < p.K; k0 += MMQ_BK) {
-        for (int r = 0; r < MMQ_BM; r++) /* stale tile contents must not matter */
-            for (int k = 0; k < MMQ_LDA; k++)
-                sm.a[r][k] = __float2half_rn(NAN);
-        for (int tid = 0; tid < MMQ_THREADS; tid++)
-            mmq_fill_a<T>(s.a, p.a_nb1, p.K, p.M, m0, k0, tid, sm.a);
-        for (int wi = 0; wi < MMQ_WARPS; wi++)
-            mmq_warp_mma(w[wi], sm.a, wi * MMQ_KW, s.b + n0 * p.Kp + k0, p.Kp);
-    }
-    for (int wi = 0; wi < MMQ_WARPS; wi++)
-        for (int col = 0; col < MMQ_MAX_N; col++)
-            for (int r = 0; r < MMQ_LDC; r++)
-                sm.c[wi][col][r] = NAN;
-    for (int wi = 0; wi < MMQ_WARPS; wi++)
-        mmq_warp_store(w[wi], sm.c[wi]);
+    emulate_mmq_block<T, BN>(s.a, p.a_nb1, p.K, p.M, m0, s.b + n0 * p.Kp, p.Kp, &sm);
     for (int tid = 0; tid < MMQ_THREADS; tid++)
         mmq_store<BN>(p, s.dst, sm.c, m0, n0, tid);
 }

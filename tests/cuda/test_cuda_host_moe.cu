@@ -45,6 +45,8 @@
 #include "quant/quant.h"
 #include "ref/ref.h"
 
+#include "host_mmq.h"
+
 static int n_fail, n_pass;
 
 #define CHECK(cond, ...)                                                                                               \
@@ -237,26 +239,13 @@ static void emulate_moe_mmq(const moe_map &m, const uint8_t *a, int64_t a_nb1, i
                             int64_t Kp, const int *off, const int *list, float *dst)
 {
     static mmq_smem sm;
-    static mmq_warp<BN / 16> w[MMQ_WARPS];
     for (int e = 0; e < m.n_expert; e++)
         for (int by = 0; by < (m.n_pairs + BN - 1) / BN; by++) {
             const int c0 = off[e] + by * BN, c1 = off[e + 1];
             if (c0 >= c1)
                 continue;
             for (int64_t m0 = 0; m0 < m.M; m0 += MMQ_BM) {
-                for (int wi = 0; wi < MMQ_WARPS; wi++)
-                    mmq_warp_zero(w[wi]);
-                for (int64_t k0 = 0; k0 < m.K; k0 += MMQ_BK) {
-                    for (int r = 0; r < MMQ_BM; r++)
-                        for (int k = 0; k < MMQ_LDA; k++)
-                            sm.a[r][k] = __float2half_rn(NAN);
-                    for (int tid = 0; tid < MMQ_THREADS; tid++)
-                        mmq_fill_a<T>(a + e * a_nb2, a_nb1, m.K, m.M, m0, k0, tid, sm.a);
-                    for (int wi = 0; wi < MMQ_WARPS; wi++)
-                        mmq_warp_mma(w[wi], sm.a, wi * MMQ_KW, x + (int64_t)c0 * Kp + k0, Kp);
-                }
-                for (int wi = 0; wi < MMQ_WARPS; wi++)
-                    mmq_warp_store(w[wi], sm.c[wi]);
+                emulate_mmq_block<T, BN>(a + e * a_nb2, a_nb1, m.K, m.M, m0, x + (int64_t)c0 * Kp, Kp, &sm);
                 for (int tid = 0; tid < MMQ_THREADS; tid++)
                     moe_mmq_store<BN>(m, list, dst, sm.c, m0, c0, c1, tid);
             }
@@ -312,10 +301,12 @@ template <int T> static void check_mmq_case(lm_backend_t ref, struct lm_ctx *ctx
     float *out = (float *)malloc(sizeof(float) * n_out);
     for (int64_t i = 0; i < n_out; i++)
         out[i] = NAN;
+    const uint8_t *wd = (const uint8_t *)as->data;
+    const int64_t nb1 = (int64_t)as->nb[1], nb2 = (int64_t)as->nb[2];
     switch (bn) {
-    case 16: emulate_moe_mmq<T, 16>(m, (const uint8_t *)as->data, (int64_t)as->nb[1], (int64_t)as->nb[2], x, Kp, off, list, out); break;
-    case 32: emulate_moe_mmq<T, 32>(m, (const uint8_t *)as->data, (int64_t)as->nb[1], (int64_t)as->nb[2], x, Kp, off, list, out); break;
-    default: emulate_moe_mmq<T, 64>(m, (const uint8_t *)as->data, (int64_t)as->nb[1], (int64_t)as->nb[2], x, Kp, off, list, out); break;
+    case 16: emulate_moe_mmq<T, 16>(m, wd, nb1, nb2, x, Kp, off, list, out); break;
+    case 32: emulate_moe_mmq<T, 32>(m, wd, nb1, nb2, x, Kp, off, list, out); break;
+    default: emulate_moe_mmq<T, 64>(m, wd, nb1, nb2, x, Kp, off, list, out); break;
     }
     double err = 0.0, energy = 0.0;
     int64_t unwritten = 0;
