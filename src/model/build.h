@@ -71,7 +71,9 @@ void lm_b_inputs_attn(struct lm_build *b);
 /* norm(x) * w (+ bias); w and bias may be NULL. */
 struct lm_tensor *lm_b_norm(struct lm_build *b, struct lm_tensor *x, struct lm_tensor *w, struct lm_tensor *bias,
                             enum lm_norm_kind kind);
-/* w x (+ bias) */
+/* w x (+ bias). Every product with a model matrix goes through here: a
+ * weight cut into row slices (model/row_split.h) is one product per slice,
+ * joined by CONCAT along the rows. */
 struct lm_tensor *lm_b_lin(struct lm_build *b, struct lm_tensor *w, struct lm_tensor *x, struct lm_tensor *bias);
 /* The token embedding plus the learned position embedding m->pos_embd at
  * inp_pos (gpt2, starcoder). */

@@ -19,6 +19,7 @@
 #include "core/log.h"
 #include "core/time.h"
 #include "model/placement.h"
+#include "model/row_split.h"
 #include "vocab/vocab.h"
 
 static void resolve_params(const struct lm_model *m, const struct lm_context_params *p, struct lm_cparams *cp)
@@ -50,8 +51,8 @@ static void resolve_params(const struct lm_model *m, const struct lm_context_par
     cp->embedding = p->embedding;
 }
 
-/* One backend per device of the model's plan that holds a layer or the
- * output: GPUs first (the scheduler prefers them), the host last (it
+/* One backend per device of the model's plan that holds a layer, the
+ * output or a row slice: GPUs first (the scheduler prefers them), the host last (it
  * computes what nothing else does, and the input layer). */
 static lm_status init_backends(struct lm_context *c)
 {
@@ -60,6 +61,9 @@ static lm_status init_backends(struct lm_context *c)
     for (uint32_t il = 0; il < pl->n_layer; il++)
         used[pl->layer_dev[il]] = true;
     used[pl->output_dev] = true;
+    for (int k = 0; k < c->model->n_splits; k++) /* row slices (model/row_split.h) */
+        for (int s = 0; s < c->model->splits[k].n; s++)
+            used[c->model->splits[k].dev[s]] = true;
     for (int d = 1; d < pl->n_dev; d++) {
         if (!used[d])
             continue;
@@ -76,19 +80,15 @@ static lm_status init_backends(struct lm_context *c)
     return st;
 }
 
-/* The KV cache on the plan's devices. One buffer type for all layers for
- * now: layers whose KV would sit on different devices are refused. */
+/* The KV cache on the plan's devices: each layer's K and V in its device's
+ * memory (lm_placement_kv_dev). */
 static lm_status init_kv(struct lm_context *c, bool offload_kqv)
 {
     const struct lm_placement *pl = c->model->place;
-    int dev = lm_placement_kv_dev(pl, 0, offload_kqv);
-    for (uint32_t il = 1; il < pl->n_layer; il++)
-        if (lm_placement_kv_dev(pl, il, offload_kqv) != dev) {
-            LM_LOG_ERR("context: a KV cache split over devices is not supported yet (use offload_kqv = false)\n");
-            return LM_ERR_UNSUPPORTED;
-        }
-    lm_status st = lm_kv_init(&c->kv, &c->model->hp, c->cp.type_k, c->cp.type_v, c->cp.n_ctx,
-                              lm_backend_reg_default_buft(pl->dev[dev]));
+    lm_buft buft[LM_MAX_LAYERS];
+    for (uint32_t il = 0; il < pl->n_layer; il++)
+        buft[il] = lm_backend_reg_default_buft(pl->dev[lm_placement_kv_dev(pl, il, offload_kqv)]);
+    lm_status st = lm_kv_init(&c->kv, &c->model->hp, c->cp.type_k, c->cp.type_v, c->cp.n_ctx, buft);
     if (st == LM_ERR_UNSUPPORTED)
         LM_LOG_ERR("context: no KV cache with K %s and V %s: K rows of %u elements and, for a block type, V heads "
                    "of %u elements must be whole blocks\n",

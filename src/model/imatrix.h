@@ -107,7 +107,9 @@ struct lm_imatrix_collector;
 /* A collector for the weights of m (borrowed: it must outlive the
  * collector). Counted are matrix products whose first source is a weight
  * named blk.* (and output.weight with process_output), whose activations are
- * F32 and at least LM_IMATRIX_MIN_TOKENS rows: b1892's choice. NULL on OOM. */
+ * F32 and at least LM_IMATRIX_MIN_TOKENS rows: b1892's choice. Of a weight
+ * cut into row slices (model/row_split.h) only the first slice's products
+ * count (every slice sees the same activations). NULL on OOM. */
 struct lm_imatrix_collector *lm_imatrix_collector_new(const struct lm_model *m, bool process_output);
 void lm_imatrix_collector_free(struct lm_imatrix_collector *c);
 

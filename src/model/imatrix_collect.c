@@ -22,6 +22,7 @@
 #include "backend/backend.h"
 #include "core/log.h"
 #include "model/model.h"
+#include "model/row_split.h"
 
 struct acc { /* one weight as the graph names it */
     const struct lm_tensor *w;
@@ -95,6 +96,8 @@ bool lm_imatrix_collector_want(const struct lm_tensor *node, void *user)
     if (!is_weight(w) || !x || x->type != LM_TYPE_F32)
         return false;
     if (strncmp(w->name, "blk.", 4) != 0 && !(c->process_output && !strcmp(w->name, "output.weight")))
+        return false;
+    if (c->m->n_splits && lm_row_split_part(c->m, w) > 0) /* the first slice's product counts for the weight */
         return false;
     int64_t tokens = node->op == LM_OP_MUL_MAT_ID ? x->ne[2] : lm_nrows(x);
     return tokens >= LM_IMATRIX_MIN_TOKENS;

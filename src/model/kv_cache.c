@@ -9,10 +9,10 @@
 #include "alloc/alloc.h"
 
 lm_status lm_kv_init(struct lm_kv_cache *kv, const struct lm_hparams *hp, enum lm_type type_k, enum lm_type type_v,
-                     uint32_t size, lm_buft buft)
+                     uint32_t size, const lm_buft *buft)
 {
     memset(kv, 0, sizeof *kv);
-    if (size == 0 || !lm_type_valid(type_k) || !lm_type_valid(type_v))
+    if (size == 0 || !lm_type_valid(type_k) || !lm_type_valid(type_v) || !buft)
         return LM_ERR_INVALID_ARG;
     /* K rows are cells, whole blocks; a float V is stored transposed (a
      * channel's cells in a row), a block-type V in rows per cell as K, whose
@@ -27,28 +27,46 @@ lm_status lm_kv_init(struct lm_kv_cache *kv, const struct lm_hparams *hp, enum l
     kv->cells = malloc(size * sizeof *kv->cells);
     kv->k = calloc(hp->n_layer, sizeof *kv->k);
     kv->v = calloc(hp->n_layer, sizeof *kv->v);
-    struct lm_ctx_params p = {.mem_size = (2 * (size_t)hp->n_layer + 2) * lm_tensor_overhead(), .no_alloc = true};
-    lm_status st = (!kv->cells || !kv->k || !kv->v) ? LM_ERR_NOMEM : lm_ctx_new(&p, &kv->ctx);
+    lm_status st = (!kv->cells || !kv->k || !kv->v) ? LM_ERR_NOMEM : LM_OK;
+    /* one context per buffer type, in the order of the layers */
+    lm_buft types[LM_KV_MAX_BUFS];
     for (uint32_t il = 0; il < hp->n_layer && !st; il++) {
-        kv->k[il] = lm_format_name(lm_new_tensor_1d(kv->ctx, type_k, (int64_t)nk * size), "cache_k_l%u", il);
-        kv->v[il] = lm_format_name(lm_new_tensor_1d(kv->ctx, type_v, (int64_t)nv * size), "cache_v_l%u", il);
-        st = lm_ctx_status(kv->ctx);
+        int b = 0;
+        while (b < kv->n_buf && types[b] != buft[il])
+            b++;
+        if (b == kv->n_buf) {
+            struct lm_ctx_params p = {.mem_size = (2 * (size_t)hp->n_layer + 2) * lm_tensor_overhead(),
+                                      .no_alloc = true};
+            if (b == LM_KV_MAX_BUFS || !buft[il]) {
+                st = LM_ERR_INVALID_ARG;
+                break;
+            }
+            types[b] = buft[il];
+            if ((st = lm_ctx_new(&p, &kv->ctx[b])))
+                break;
+            kv->n_buf++;
+        }
+        kv->k[il] = lm_format_name(lm_new_tensor_1d(kv->ctx[b], type_k, (int64_t)nk * size), "cache_k_l%u", il);
+        kv->v[il] = lm_format_name(lm_new_tensor_1d(kv->ctx[b], type_v, (int64_t)nv * size), "cache_v_l%u", il);
+        st = lm_ctx_status(kv->ctx[b]);
     }
-    if (!st)
-        st = lm_alloc_ctx_tensors(kv->ctx, buft, &kv->buf);
+    for (int b = 0; b < kv->n_buf && !st; b++)
+        if (!(st = lm_alloc_ctx_tensors(kv->ctx[b], types[b], &kv->buf[b])))
+            lm_buffer_clear(kv->buf[b], 0);
     if (st) {
         lm_kv_free(kv);
         return st;
     }
-    lm_buffer_clear(kv->buf, 0);
     lm_kv_clear(kv);
     return LM_OK;
 }
 
 void lm_kv_free(struct lm_kv_cache *kv)
 {
-    lm_buffer_free(kv->buf);
-    lm_ctx_free(kv->ctx);
+    for (int b = 0; b < kv->n_buf; b++) {
+        lm_buffer_free(kv->buf[b]);
+        lm_ctx_free(kv->ctx[b]);
+    }
     free(kv->cells);
     free(kv->k);
     free(kv->v);

@@ -32,6 +32,8 @@ struct lm_kv_cell {
     uint64_t seq;   /* bit s: the cell belongs to sequence s */
 };
 
+#define LM_KV_MAX_BUFS 8
+
 struct lm_kv_cache {
     uint32_t size;
     uint32_t head;
@@ -43,8 +45,11 @@ struct lm_kv_cache {
     struct lm_tensor **k;     /* [n_layer] each [n_embd_k_gqa * size] */
     struct lm_tensor **v;     /* [n_layer] each [size * n_embd_v_gqa]: transposed (a channel's cells in a row),
                                  or rows per cell as K when type_v is a block type (lm_kv_v_rows) */
-    struct lm_ctx *ctx;
-    struct lm_buffer *buf;
+    /* one context and buffer per buffer type holding layers (the layers'
+     * devices: model/placement.h) */
+    struct lm_ctx *ctx[LM_KV_MAX_BUFS];
+    struct lm_buffer *buf[LM_KV_MAX_BUFS];
+    int n_buf;
 };
 
 /* Whether V is stored as K is, one row per cell: a block type (a batch
@@ -52,11 +57,12 @@ struct lm_kv_cache {
  * per row). Else V is transposed, as b1892 stores it. */
 static inline bool lm_kv_v_rows(const struct lm_kv_cache *kv) { return lm_type_blck(kv->type_v) > 1; }
 
-/* Allocate a cache of `size` cells for the model's layers in buffers of buft.
- * LM_ERR_UNSUPPORTED when a K row (V row per head, for a block type_v) is not
- * whole blocks or a block type cannot be written here. */
+/* Allocate a cache of `size` cells for the model's layers, layer il's K and
+ * V in a buffer of buft[il] (one buffer per distinct type, at most
+ * LM_KV_MAX_BUFS). LM_ERR_UNSUPPORTED when a K row (V row per head, for a
+ * block type_v) is not whole blocks or a block type cannot be written here. */
 lm_status lm_kv_init(struct lm_kv_cache *kv, const struct lm_hparams *hp, enum lm_type type_k, enum lm_type type_v,
-                     uint32_t size, lm_buft buft);
+                     uint32_t size, const lm_buft *buft);
 void lm_kv_free(struct lm_kv_cache *kv);
 
 /* Find cells for n tokens: token i gets cell idx[i], with position pos[i]

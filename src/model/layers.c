@@ -17,6 +17,7 @@
 #include "core/env.h"
 #include "core/op_rules.h"
 #include "model/build.h"
+#include "model/row_split.h"
 
 static struct lm_tensor *input(struct lm_build *b, struct lm_tensor *t, const char *name)
 {
@@ -66,7 +67,15 @@ struct lm_tensor *lm_b_norm(struct lm_build *b, struct lm_tensor *x, struct lm_t
 
 struct lm_tensor *lm_b_lin(struct lm_build *b, struct lm_tensor *w, struct lm_tensor *x, struct lm_tensor *bias)
 {
-    x = lm_mul_mat(b->ctx, w, x);
+    const struct lm_row_split *rs = lm_row_split_of(b->m, w);
+    if (rs) { /* one product per slice, joined in row order on the first slice's device */
+        struct lm_tensor *y = lm_mul_mat(b->ctx, rs->part[0], x);
+        for (int s = 1; s < rs->n; s++)
+            y = lm_concat(b->ctx, y, lm_mul_mat(b->ctx, rs->part[s], x), 0);
+        x = y;
+    } else {
+        x = lm_mul_mat(b->ctx, w, x);
+    }
     if (bias)
         x = lm_add(b->ctx, x, bias);
     return x;
@@ -268,7 +277,7 @@ struct lm_tensor *lm_b_moe(struct lm_build *b, struct lm_tensor *x, const struct
     struct lm_ctx *ctx = b->ctx;
     int64_t n_expert = b->hp->n_expert, n_used = b->hp->n_expert_used, T = b->n_tokens;
     int64_t n_embd = b->hp->n_embd;
-    struct lm_tensor *logits = lm_mul_mat(ctx, l->ffn_gate_inp, x);          /* [n_expert, T] */
+    struct lm_tensor *logits = lm_b_lin(b, l->ffn_gate_inp, x, NULL);        /* [n_expert, T] */
     struct lm_tensor *probs = lm_soft_max(ctx, logits);
     struct lm_tensor *sel = lm_top_k(ctx, probs, (int)n_used);              /* [n_used, T] */
     struct lm_tensor *w = lm_get_rows(ctx, lm_reshape_3d(ctx, probs, 1, n_expert, T), sel); /* [1, n_used, T] */

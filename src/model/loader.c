@@ -9,7 +9,8 @@
  * other tensor is allocated in a buffer of its type and written (read into
  * host memory directly, else through lm_tensor_set, which repacks or
  * uploads). Split MoE experts are gathered into 3-D tensors in an owned
- * buffer either way.
+ * buffer either way; the row slices of a weight the plan cuts over several
+ * devices (model/row_split.h) are filled from their byte ranges of the file.
  */
 #include "model/loader.h"
 
@@ -24,6 +25,7 @@
 #include "model/mapping.h"
 #include "model/placement.h"
 #include "model/quantize.h"
+#include "model/row_split.h"
 #include "vocab/vocab.h"
 
 #define MAX_GATHER 64
@@ -441,10 +443,11 @@ static lm_status open_mapping(struct lm_loader *ld)
     return LM_OK;
 }
 
-/* A weight's buffer type: the plan's choice (placement.h). */
+/* A weight's buffer type: the plan's choice (placement.h); NULL for a
+ * weight cut into row slices (each slice has its own). */
 static lm_buft weight_buft(const struct lm_loader *ld, const struct lm_tensor *t)
 {
-    return lm_placement_weight_buft(ld->m->place, ld->m, t);
+    return lm_row_split_of(ld->m, t) ? NULL : lm_placement_weight_buft(ld->m->place, ld->m, t);
 }
 
 /* True for file tensor i when it is a model tensor of its own (not a slice
@@ -499,48 +502,97 @@ static lm_status place_mapped(struct lm_loader *ld)
     return LM_OK;
 }
 
-/* Bytes of file tensor i into [off, off + size) of t: straight into host
- * memory, else through lm_tensor_set (which repacks or uploads) from the
- * mapping or a read into *tmp. */
-static lm_status fill(struct lm_loader *ld, FILE *f, int64_t i, struct lm_tensor *t, size_t off, void **tmp)
+/* size bytes at offset src of the file into [off, off + size) of t: straight
+ * into host memory, else through lm_tensor_set (which repacks or uploads)
+ * from the mapping or a read into *tmp. */
+static lm_status fill(struct lm_loader *ld, FILE *f, uint64_t src, size_t size, struct lm_tensor *t, size_t off,
+                      void **tmp)
 {
-    const struct lm_gguf_tensor_info *ti = lm_gguf_tensor_info(ld->g, i);
     const struct lm_mapping *map = ld->m->mapping;
     lm_status st = LM_OK;
     if (lm_buffer_is_host(t->buffer)) {
         if (map)
-            memcpy((uint8_t *)t->data + off, map->addr + ti->offset, ti->size);
+            memcpy((uint8_t *)t->data + off, map->addr + src, size);
         else
-            st = read_range(f, ti->offset, (uint8_t *)t->data + off, ti->size);
+            st = read_range(f, src, (uint8_t *)t->data + off, size);
     } else {
-        const void *src = map ? (const void *)(map->addr + ti->offset) : NULL;
-        if (!src) {
-            void *nt = realloc(*tmp, ti->size);
-            st = nt ? read_range(f, ti->offset, nt, ti->size) : LM_ERR_NOMEM;
+        const void *from = map ? (const void *)(map->addr + src) : NULL;
+        if (!from) {
+            void *nt = realloc(*tmp, size);
+            st = nt ? read_range(f, src, nt, size) : LM_ERR_NOMEM;
             *tmp = nt ? nt : *tmp;
-            src = *tmp;
+            from = *tmp;
         }
         if (!st)
-            st = lm_tensor_set(t, src, off, ti->size);
+            st = lm_tensor_set(t, from, off, size);
     }
-    if (!st && !advance(ld, ti->size))
+    if (!st && !advance(ld, size))
         st = LM_ERR_ABORTED;
     return st;
 }
 
+/* File tensor i into t at off. */
+static lm_status fill_tensor(struct lm_loader *ld, FILE *f, int64_t i, struct lm_tensor *t, size_t off, void **tmp)
+{
+    const struct lm_gguf_tensor_info *ti = lm_gguf_tensor_info(ld->g, i);
+    return fill(ld, f, ti->offset, ti->size, t, off, tmp);
+}
+
+/* The slices of split weight rs (model/row_split.h) that sit in buf, each
+ * from its rows' byte range of the weight's file tensor. */
+static lm_status fill_slices(struct lm_loader *ld, FILE *f, const struct lm_row_split *rs, struct lm_buffer *buf,
+                             void **tmp)
+{
+    int64_t i = lm_gguf_find_tensor(ld->g, rs->w->name);
+    if (i < 0)
+        return LM_ERR_NOT_FOUND;
+    const uint64_t base = lm_gguf_tensor_info(ld->g, i)->offset;
+    const size_t row = lm_row_size(rs->w->type, rs->w->ne[0]);
+    lm_status st = LM_OK;
+    for (int s = 0; s < rs->n && !st; s++)
+        if (rs->part[s]->buffer == buf)
+            st = fill(ld, f, base + (uint64_t)rs->first[s] * row, lm_nbytes(rs->part[s]), rs->part[s], 0, tmp);
+    return st;
+}
+
+/* One tensor of device t_dev at *off of buf (NULL: only counted). */
+static lm_status lay_one(lm_buft buft, struct lm_buffer *buf, struct lm_tensor *t, int t_dev, size_t *off, int *dev)
+{
+    lm_status st = buf ? lm_buffer_place_tensor(buf, t, *off) : LM_OK;
+    const size_t align = lm_buft_alignment(buft);
+    *off += (lm_buft_alloc_size(buft, t) + align - 1) / align * align;
+    *dev = t_dev;
+    return st;
+}
+
+/* buft's tensors still without data (the model's weights, then the row
+ * slices) one after another: placed in buf, or with buf NULL only counted;
+ * *size their total, *dev the device of the last (-1: none). */
+static lm_status lay_out(struct lm_loader *ld, lm_buft buft, struct lm_buffer *buf, size_t *size, int *dev)
+{
+    struct lm_model *m = ld->m;
+    lm_status st = LM_OK;
+    *size = 0;
+    *dev = -1;
+    for (struct lm_tensor *t = lm_ctx_first_tensor(m->ctx); t && !st; t = lm_ctx_next_tensor(m->ctx, t))
+        if (!t->data && weight_buft(ld, t) == buft)
+            st = lay_one(buft, buf, t, lm_placement_weight_dev(m->place, m, t), size, dev);
+    for (int k = 0; k < m->n_splits && !st; k++)
+        for (int s = 0; s < m->splits[k].n && !st; s++)
+            if (!m->splits[k].part[s]->data && lm_row_split_buft(m, &m->splits[k], s) == buft)
+                st = lay_one(buft, buf, m->splits[k].part[s], m->splits[k].dev[s], size, dev);
+    return st;
+}
+
 /* Allocate one buffer of buft for its weights still without data (file
- * tensors not mapped, gathered experts) and fill them. */
+ * tensors not mapped, gathered experts, row slices) and fill them. */
 static lm_status place_owned(struct lm_loader *ld, lm_buft buft, FILE *f)
 {
     struct lm_model *m = ld->m;
     int64_t n = lm_gguf_n_tensors(ld->g);
-    size_t align = lm_buft_alignment(buft), total = 0;
+    size_t total = 0;
     int dev = -1;
-    for (struct lm_tensor *t = lm_ctx_first_tensor(m->ctx); t; t = lm_ctx_next_tensor(m->ctx, t))
-        if (!t->data && weight_buft(ld, t) == buft) {
-            total += (lm_buft_alloc_size(buft, t) + align - 1) / align * align;
-            dev = lm_placement_weight_dev(m->place, m, t);
-        }
+    lay_out(ld, buft, NULL, &total, &dev);
     if (dev < 0)
         return LM_OK;
     struct lm_buffer *buf = NULL;
@@ -549,26 +601,23 @@ static lm_status place_owned(struct lm_loader *ld, lm_buft buft, FILE *f)
         return lm_ld_fail(ld, st, "cannot allocate %zu bytes of %s for the weights", total, lm_buft_name(buft));
     if ((st = add_buffer(ld, buf)))
         return st;
-    size_t off = 0;
-    for (struct lm_tensor *t = lm_ctx_first_tensor(m->ctx); t && !st; t = lm_ctx_next_tensor(m->ctx, t))
-        if (!t->data && weight_buft(ld, t) == buft) {
-            st = lm_buffer_place_tensor(buf, t, off);
-            off += (lm_buft_alloc_size(buft, t) + align - 1) / align * align;
-        }
+    st = lay_out(ld, buft, buf, &total, &dev);
     if (st)
         return lm_ld_fail(ld, st, "cannot place the weights in %s", lm_buft_name(buft));
     void *tmp = NULL;
     for (int64_t i = 0; i < n && !st; i++) {
         struct lm_tensor *t = ld->file_tensor[i];
         if (t->buffer == buf && !strcmp(t->name, lm_gguf_tensor_info(ld->g, i)->name))
-            st = fill(ld, f, i, t, 0, &tmp);
+            st = fill_tensor(ld, f, i, t, 0, &tmp);
     }
     for (int k = 0; k < ld->n_gathers && !st; k++) {
         const struct gather *gt = &ld->gathers[k];
         size_t slice = lm_nbytes(gt->t) / (size_t)gt->n;
         for (int x = 0; x < gt->n && !st && gt->t->buffer == buf; x++)
-            st = fill(ld, f, gt->src[x], gt->t, (size_t)x * slice, &tmp);
+            st = fill_tensor(ld, f, gt->src[x], gt->t, (size_t)x * slice, &tmp);
     }
+    for (int k = 0; k < m->n_splits && !st; k++)
+        st = fill_slices(ld, f, &m->splits[k], buf, &tmp);
     free(tmp);
     if (st)
         return lm_ld_fail(ld, st, st == LM_ERR_ABORTED ? "loading aborted by the progress callback"
@@ -581,8 +630,26 @@ static lm_status place_owned(struct lm_loader *ld, lm_buft buft, FILE *f)
     return LM_OK;
 }
 
-/* The placement passes: the plan, then one pass per buffer type (the plain
- * host type first maps what it can), in order of first use. */
+struct passes { /* the buffer types placed so far */
+    lm_buft done[32];
+    int n;
+};
+
+/* The pass of buffer type b for tensor t (no data yet) unless b had one. */
+static lm_status pass_for(struct lm_loader *ld, struct passes *ps, lm_buft b, const struct lm_tensor *t, FILE *f)
+{
+    for (int k = 0; k < ps->n; k++)
+        if (ps->done[k] == b)
+            return LM_OK;
+    if (!b || ps->n == (int)(sizeof ps->done / sizeof ps->done[0]))
+        return lm_ld_fail(ld, LM_ERR_UNSUPPORTED, "no buffer type for tensor '%s'", t->name);
+    ps->done[ps->n++] = b;
+    return place_owned(ld, b, f);
+}
+
+/* The placement passes: the plan (and the row slices it asks for), then one
+ * pass per buffer type (the plain host type first maps what it can), in
+ * order of first use. */
 static lm_status place_weights(struct lm_loader *ld)
 {
     struct lm_model *m = ld->m;
@@ -603,27 +670,20 @@ static lm_status place_weights(struct lm_loader *ld)
     if (st)
         return lm_ld_fail(ld, st, "bad device placement (n_gpu_layers %d, split_mode %d, main_gpu %d)",
                           (int)p->n_gpu_layers, p->split_mode, (int)p->main_gpu);
+    if ((st = lm_row_split_make(m)))
+        return lm_ld_fail(ld, st, "cannot split the weights by rows");
     if (m->mapping && (st = place_mapped(ld)))
         return st;
     FILE *f = m->mapping ? NULL : fopen(ld->path, "rb");
     if (!m->mapping && !f)
         return lm_ld_fail(ld, LM_ERR_IO, "cannot open %s", ld->path);
-    lm_buft done[32];
-    int n_done = 0;
-    for (struct lm_tensor *t = lm_ctx_first_tensor(m->ctx); t && !st; t = lm_ctx_next_tensor(m->ctx, t)) {
-        lm_buft b = weight_buft(ld, t);
-        bool seen = false;
-        for (int k = 0; k < n_done; k++)
-            seen |= done[k] == b;
-        if (seen || t->data)
-            continue;
-        if (!b || n_done == (int)(sizeof done / sizeof done[0])) {
-            st = lm_ld_fail(ld, LM_ERR_UNSUPPORTED, "no buffer type for tensor '%s'", t->name);
-            break;
-        }
-        done[n_done++] = b;
-        st = place_owned(ld, b, f);
-    }
+    struct passes ps = {.n = 0};
+    for (struct lm_tensor *t = lm_ctx_first_tensor(m->ctx); t && !st; t = lm_ctx_next_tensor(m->ctx, t))
+        if (!t->data && !lm_row_split_of(m, t))
+            st = pass_for(ld, &ps, weight_buft(ld, t), t, f);
+    for (int k = 0; k < m->n_splits && !st; k++)
+        for (int s = 0; s < m->splits[k].n && !st; s++)
+            st = pass_for(ld, &ps, lm_row_split_buft(m, &m->splits[k], s), m->splits[k].part[s], f);
     if (f)
         fclose(f);
     return st;
@@ -793,6 +853,8 @@ void lm_model_free(struct lm_model *m)
         lm_buffer_free(m->bufs[i]);
     lm_mapping_free(m->mapping);
     lm_ctx_free(m->ctx);
+    lm_ctx_free(m->split_ctx);
+    free(m->splits);
     lm_vocab_free(m->vocab);
     lm_gguf_close(m->gguf);
     free(m->layers);

@@ -10,10 +10,10 @@
  * with src the weight itself or the base file's tensor, the dot product in
  * double, and scaling = scale * alpha / r in float as llama.cpp b1892 computes
  * it. Rows are split over n_threads threads. A weight is read and written
- * whole through its buffer (lm_tensor_get/lm_tensor_set), so any buffer
+ * whole through its buffers (lm_weight_get/lm_weight_set), so any buffer
  * layout works: host memory, the model's copy-on-write file mapping (writing
  * copies the touched pages; the file is not changed), or a backend's own
- * layout (the CPU's repacked GEMM rows).
+ * layout (the CPU's repacked GEMM rows), or row slices on several devices.
  */
 #include "model/lora.h"
 
@@ -27,6 +27,7 @@
 #include "core/fp16.h"
 #include "core/log.h"
 #include "core/time.h"
+#include "model/row_split.h"
 #include "quant/quant.h"
 
 #define LORA_MAGIC 0x67676c61u /* 'ggla' */
@@ -218,7 +219,8 @@ static lm_status read_header(struct lora_file *lf, const char *path, char *err, 
 }
 
 /* Check that weight w (or the base file's tensor) can take the pair. */
-static lm_status check_pair(struct lora_pair *p, const struct lm_gguf *base, const char *wname, char *err, size_t es)
+static lm_status check_pair(const struct lm_model *m, struct lora_pair *p, const struct lm_gguf *base,
+                            const char *wname, char *err, size_t es)
 {
     const struct lm_tensor *w = p->w;
     if (p->a->ne[0] != p->b->ne[0] || w->ne[2] != 1 || w->ne[3] != 1 || w->ne[0] != p->a->ne[1] ||
@@ -228,7 +230,7 @@ static lm_status check_pair(struct lora_pair *p, const struct lm_gguf *base, con
                     wname, (long long)w->ne[0], (long long)w->ne[1], (long long)p->a->ne[0], (long long)p->a->ne[1],
                     (long long)p->b->ne[0], (long long)p->b->ne[1]);
     const struct lm_quant_traits *qt = lm_quant_traits(w->type);
-    if (!w->data || !lm_is_contiguous(w) || !qt->to_float || !qt->from_float || qt->needs_imatrix)
+    if ((!w->data && !lm_row_split_of(m, w)) || !lm_is_contiguous(w) || !qt->to_float || !qt->from_float || qt->needs_imatrix)
         return fail(err, es, LM_ERR_UNSUPPORTED, "weight '%s' of type %s cannot be updated", wname,
                     lm_type_name(w->type));
     if (!base)
@@ -272,7 +274,7 @@ static lm_status match_pairs(struct lora_file *lf, struct lm_model *m, const str
         p->w = m->ctx ? lm_ctx_get_tensor(m->ctx, wname) : NULL;
         if (!p->w)
             return fail(err, es, LM_ERR_NOT_FOUND, "the model has no tensor '%s'", wname);
-        lm_status st = check_pair(p, base, wname, err, es);
+        lm_status st = check_pair(m, p, base, wname, err, es);
         if (st)
             return st;
     }
@@ -369,18 +371,19 @@ static float *load_floats(FILE *f, const struct lora_tensor *t)
     return out;
 }
 
-/* Read-modify-write of one weight through its buffer (lm_tensor_get/set), so
- * weights kept in a backend layout (the CPU's repacked GEMM layout) are seen
- * and written as plain rows. */
-static lm_status apply_pair(const struct lora_file *lf, const struct lora_pair *p, const struct lm_gguf *base,
-                            FILE *fbase, float scaling, int n_threads, char *err, size_t es)
+/* Read-modify-write of one weight through its buffers (lm_weight_get/set),
+ * so weights kept in a backend layout (the CPU's repacked GEMM layout) or
+ * cut into row slices are seen and written as plain rows. */
+static lm_status apply_pair(const struct lm_model *m, const struct lora_file *lf, const struct lora_pair *p,
+                            const struct lm_gguf *base, FILE *fbase, float scaling, int n_threads, char *err,
+                            size_t es)
 {
     float *a = load_floats(lf->f, p->a), *b = load_floats(lf->f, p->b);
     size_t nbytes = lm_nbytes(p->w);
     uint8_t *src = NULL, *plain = malloc(nbytes);
     lm_status st = (a && b && plain) ? LM_OK : fail(err, es, LM_ERR_IO, "cannot read '%s' / '%s'", p->a->name,
                                                     p->b->name);
-    if (!st && lm_tensor_get(p->w, plain, 0, nbytes))
+    if (!st && lm_weight_get(m, p->w, plain))
         st = fail(err, es, LM_ERR_IO, "cannot read weight '%s'", p->w->name);
     struct apply_job job = {
         .a = a, .b = b, .r = p->a->ne[0], .n_in = p->w->ne[0], .scaling = scaling,
@@ -396,7 +399,7 @@ static lm_status apply_pair(const struct lora_file *lf, const struct lora_pair *
     }
     if (!st && !run_job(&job, p->w->ne[1], n_threads))
         st = fail(err, es, LM_ERR_NOMEM, "out of memory applying '%s'", p->a->name);
-    if (!st && lm_tensor_set(p->w, plain, 0, nbytes))
+    if (!st && lm_weight_set(m, p->w, plain))
         st = fail(err, es, LM_ERR_IO, "cannot write weight '%s'", p->w->name);
     free(a);
     free(b);
@@ -436,7 +439,7 @@ lm_status lm_lora_apply(struct lm_model *m, const char *path_lora, float scale, 
             }
     }
     for (size_t i = 0; !st && i < lf.n_pairs; i++)
-        st = apply_pair(&lf, &lf.pairs[i], base, fbase, scaling, n_threads, err, err_size);
+        st = apply_pair(m, &lf, &lf.pairs[i], base, fbase, scaling, n_threads, err, err_size);
     if (!st)
         LM_LOG_INF("lora: done (%.2f ms)\n", (double)(lm_time_us() - t0) / 1000.0);
     if (fbase)

@@ -175,6 +175,9 @@ struct lm_model {
     int n_bufs;
     struct lm_mapping *mapping;      /* NULL without mmap */
     struct lm_placement *place;      /* the device plan (model/placement.h); NULL: vocab only */
+    struct lm_row_split *splits;     /* weights cut into row slices (model/row_split.h), by weight */
+    int n_splits;
+    struct lm_ctx *split_ctx;        /* metadata of their slices */
     bool mlocked;
     uint32_t bufs_locked;            /* bit i: bufs[i] (heap memory) was mlock'ed */
 

@@ -4,6 +4,52 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Each GPU's cumulative share of tensor_split, normalised to end at 1 (all
+ * zero or NULL: equal shares); false for a negative or huge share. */
+static bool shares(const struct lm_placement_params *p, int n_gpu, float *cum)
+{
+    float total = 0.0f;
+    for (int g = 0; g < n_gpu; g++) {
+        float s = p->tensor_split ? p->tensor_split[g] : 0.0f;
+        if (!(s >= 0.0f) || s > 1e30f)
+            return false;
+        total += s;
+        cum[g] = total;
+    }
+    if (total == 0.0f) { /* equal shares */
+        for (int g = 0; g < n_gpu; g++)
+            cum[g] = (float)(g + 1);
+        total = (float)n_gpu;
+    }
+    for (int g = 0; g < n_gpu; g++)
+        cum[g] /= total;
+    return true;
+}
+
+/* ROW over several GPUs: main_gpu's slice first, then each GPU with a share. */
+static bool plan_rows(const struct lm_placement_params *p, int n_gpu, struct lm_placement *out)
+{
+    float cum[LM_MAX_DEVICES];
+    if (!shares(p, n_gpu, cum))
+        return false;
+    const int mg = p->main_gpu;
+    float acc = cum[mg] - (mg ? cum[mg - 1] : 0.0f);
+    out->row_dev[0] = (uint8_t)(1 + mg);
+    out->row_end[0] = acc;
+    int n = 1;
+    for (int g = 0; g < n_gpu; g++) {
+        float share = cum[g] - (g ? cum[g - 1] : 0.0f);
+        if (g == mg || share <= 0.0f)
+            continue;
+        acc += share;
+        out->row_dev[n] = (uint8_t)(1 + g);
+        out->row_end[n++] = acc;
+    }
+    out->row_end[n - 1] = 1.0f;
+    out->n_row_dev = n > 1 ? n : 0;
+    return true;
+}
+
 /* The first GPU whose cumulative share passes frac (upper bound). */
 static int gpu_of_fraction(const float *cum, int n_gpu, float frac)
 {
@@ -40,22 +86,12 @@ lm_status lm_placement_plan_regs(const struct lm_placement_params *p, uint32_t n
             return LM_ERR_INVALID_ARG;
         for (uint32_t il = start; il < n_layer; il++)
             out->layer_dev[il] = (uint8_t)(1 + p->main_gpu);
+        if (p->split_mode == LM_SPLIT_ROW && n_gpu > 1 && !plan_rows(p, n_gpu, out))
+            return LM_ERR_INVALID_ARG;
     } else if (p->split_mode == LM_SPLIT_LAYER) {
-        float cum[LM_MAX_DEVICES], total = 0.0f;
-        for (int g = 0; g < n_gpu; g++) {
-            float s = p->tensor_split ? p->tensor_split[g] : 0.0f;
-            if (!(s >= 0.0f) || s > 1e30f)
-                return LM_ERR_INVALID_ARG;
-            total += s;
-            cum[g] = total;
-        }
-        if (total == 0.0f) { /* equal shares */
-            for (int g = 0; g < n_gpu; g++)
-                cum[g] = (float)(g + 1);
-            total = (float)n_gpu;
-        }
-        for (int g = 0; g < n_gpu; g++)
-            cum[g] /= total;
+        float cum[LM_MAX_DEVICES];
+        if (!shares(p, n_gpu, cum))
+            return LM_ERR_INVALID_ARG;
         for (uint32_t il = start; il < n_layer; il++)
             out->layer_dev[il] = (uint8_t)(1 + gpu_of_fraction(cum, n_gpu, (float)(il - start) / (float)n_off));
     } else {
@@ -109,6 +145,30 @@ lm_buft lm_placement_weight_buft(const struct lm_placement *pl, const struct lm_
     if (pl->repack)
         flags = !is_input(m, w) ? LM_WEIGHT_MATMUL_ONLY : w == m->output ? LM_WEIGHT_MATMUL_ROWS : 0;
     return lm_backend_reg_weight_buft(pl->dev[lm_placement_weight_dev(pl, m, w)], w, flags);
+}
+
+int lm_placement_row_slices(const struct lm_placement *pl, const struct lm_model *m, const struct lm_tensor *w,
+                            int64_t first[LM_MAX_DEVICES + 1], uint8_t dev[LM_MAX_DEVICES])
+{
+    if (!pl->n_row_dev || is_input(m, w) || w->ne[1] < 2 || w->ne[2] != 1 || w->ne[3] != 1)
+        return 0;
+    long il = layer_of(w->name);
+    if (il < 0 || (uint32_t)il >= pl->n_layer || pl->layer_dev[il] == 0)
+        return 0;
+    /* slice s ends where the rows left after it, rounded down to whole
+     * granules, begin: main_gpu's (the first) takes every remainder */
+    const int64_t rows = w->ne[1], g = LM_ROW_SPLIT_ROWS;
+    int n = 0;
+    first[0] = 0;
+    for (int s = 0; s < pl->n_row_dev; s++) {
+        int64_t after = (int64_t)((double)rows * (1.0 - (double)pl->row_end[s]) / (double)g) * g;
+        int64_t end = s == pl->n_row_dev - 1 ? rows : rows - (after > 0 ? after : 0);
+        if (end <= first[n])
+            continue;
+        dev[n] = pl->row_dev[s];
+        first[++n] = end;
+    }
+    return n;
 }
 
 int lm_placement_kv_dev(const struct lm_placement *pl, uint32_t il, bool offload_kqv)

@@ -10,6 +10,11 @@
  *   - the last n_gpu_layers layers go to GPUs: split_mode NONE and ROW put
  *     them all on main_gpu; LAYER spreads them in contiguous runs in
  *     proportion to tensor_split (all zero or NULL: equal shares);
+ *   - ROW over two or more GPUs also cuts every matrix of an offloaded layer
+ *     into row slices, one per GPU with a share of tensor_split (as LAYER),
+ *     main_gpu's first: main_gpu computes the layer's other ops and joins the
+ *     slices' products (lm_placement_row_slices; the model's row splits in
+ *     model/row_split.h);
  *   - the output layer (final norm, LM head) goes to the last layer's GPU when
  *     n_gpu_layers > n_layer, else to the host;
  *   - a layer's KV cache lives on the layer's device when offload_kqv, else
@@ -48,7 +53,17 @@ struct lm_placement {
     uint8_t layer_dev[LM_MAX_LAYERS];            /* device of layer il: its weights and compute */
     uint8_t input_dev, output_dev;
     bool repack;
+    /* split_mode ROW over several GPUs, else n_row_dev = 0: the devices
+     * holding row slices in slice order (main_gpu first, then every GPU with
+     * a share) and the share of rows after each (row_end[n_row_dev - 1] = 1) */
+    int n_row_dev;
+    uint8_t row_dev[LM_MAX_DEVICES];
+    float row_end[LM_MAX_DEVICES];
 };
+
+/* Slice boundaries past main_gpu's fall on multiples of this many rows (the
+ * CUDA quantized kernels' row tile; every repacking layout of the CPU). */
+#define LM_ROW_SPLIT_ROWS 16
 
 /* The plan for a model of n_layer layers over the registered backends.
  * LM_ERR_NOT_FOUND when no host backend is registered (llama_backend_init
@@ -64,6 +79,14 @@ lm_status lm_placement_plan_regs(const struct lm_placement_params *p, uint32_t n
 int lm_placement_weight_dev(const struct lm_placement *pl, const struct lm_model *m, const struct lm_tensor *w);
 /* The buffer type of weight w: its device's weight_buft hook. */
 lm_buft lm_placement_weight_buft(const struct lm_placement *pl, const struct lm_model *m, const struct lm_tensor *w);
+/* The row slices of weight w: 0 when w is whole (no row split, not a matrix
+ * of an offloaded layer); else n >= 1 slices in row order, slice s holding
+ * rows [first[s], first[s + 1]) on device dev[s] (first[n] = w->ne[1]). No
+ * slice is empty; every slice but main_gpu's has a multiple of
+ * LM_ROW_SPLIT_ROWS rows, main_gpu's takes the remainder (a matrix of fewer
+ * rows than that stays whole on main_gpu as one slice). */
+int lm_placement_row_slices(const struct lm_placement *pl, const struct lm_model *m, const struct lm_tensor *w,
+                            int64_t first[LM_MAX_DEVICES + 1], uint8_t dev[LM_MAX_DEVICES]);
 /* The device holding layer il's KV cache. */
 int lm_placement_kv_dev(const struct lm_placement *pl, uint32_t il, bool offload_kqv);
 

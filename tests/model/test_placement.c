@@ -1,7 +1,9 @@
 /* test_placement.c - the device plan (model/placement.h): with the CPU alone
  * everything is on the CPU and every weight in the buffer type the CPU's
  * hook prefers (as loaded and as planned); with fake GPU regs, n_gpu_layers,
- * split modes, main_gpu and tensor_split place layers as llama.cpp b1892. */
+ * split modes, main_gpu and tensor_split place layers as llama.cpp b1892,
+ * and split_mode ROW cuts the matrices of offloaded layers into row slices
+ * (tests/api/test_row_split.c loads and runs such models). */
 #include <string.h>
 
 #include "cpu/cpu.h"
@@ -107,7 +109,7 @@ static void test_cpu_only_model(bool repack, bool mmap)
     CHECK(lm_context_new(m, &cp, &c) == LM_OK);
     if (c) {
         CHECK(c->n_backends == 1 && c->backends[0] == c->cpu && lm_backend_is_cpu(c->cpu));
-        CHECK(c->kv.buf && c->kv.buf->buft == lm_host_buft());
+        CHECK(c->kv.n_buf == 1 && c->kv.buf[0] && c->kv.buf[0]->buft == lm_host_buft());
     }
     lm_context_free(c);
     lm_model_free(m);
@@ -224,6 +226,97 @@ static void test_tied_model(bool repack)
     lm_model_free(m);
 }
 
+/* Slices of one weight: n, then (first row, device) per slice. */
+static void check_slices(const struct lm_placement *pl, const struct lm_model *m, const struct lm_tensor *w, int n,
+                         const int64_t *first, const int *dev)
+{
+    int64_t f[LM_MAX_DEVICES + 1];
+    uint8_t d[LM_MAX_DEVICES];
+    int got = lm_placement_row_slices(pl, m, w, f, d);
+    CHECKF(got == n, "%s [%lld]: %d slices, want %d", w->name, (long long)w->ne[1], got, n);
+    for (int s = 0; s < n && got == n; s++)
+        CHECKF(f[s] == first[s] && d[s] == dev[s], "%s slice %d: rows from %lld on %d, want %lld on %d", w->name, s,
+               (long long)f[s], d[s], (long long)first[s], dev[s]);
+    if (n > 0 && got == n)
+        CHECK(f[n] == w->ne[1]);
+}
+
+/* ROW over two GPUs: main_gpu's slice first, the others in whole granules of
+ * LM_ROW_SPLIT_ROWS rows by tensor_split, main_gpu taking the remainder;
+ * only the matrices of offloaded layers. */
+static void test_row_slices(void)
+{
+    const struct lm_backend_reg *regs[] = {lm_cpu_backend_reg(), &gpu0, &gpu1};
+    struct lm_model m;
+    memset(&m, 0, sizeof m);
+    struct lm_ctx_params cp = {.mem_size = 16 * lm_tensor_overhead(), .no_alloc = true};
+    CHECK(lm_ctx_new(&cp, &m.ctx) == LM_OK);
+    if (!m.ctx)
+        return;
+    struct lm_tensor *q = lm_new_tensor_2d(m.ctx, LM_TYPE_Q4_0, 64, 100);
+    struct lm_tensor *small = lm_new_tensor_2d(m.ctx, LM_TYPE_F32, 64, 8);
+    struct lm_tensor *norm = lm_new_tensor_1d(m.ctx, LM_TYPE_F32, 64);
+    struct lm_tensor *exps = lm_new_tensor_3d(m.ctx, LM_TYPE_F32, 64, 64, 4);
+    struct lm_tensor *q0 = lm_new_tensor_2d(m.ctx, LM_TYPE_F32, 64, 100);
+    struct lm_tensor *emb = named(m.ctx, "token_embd.weight"), *out = named(m.ctx, "output.weight");
+    CHECK(q && small && norm && exps && q0 && emb && out);
+    if (!q || !small || !norm || !exps || !q0 || !emb || !out) {
+        lm_ctx_free(m.ctx);
+        return;
+    }
+    lm_set_name(q, "blk.3.attn_q.weight");
+    lm_set_name(small, "blk.3.ffn_gate_inp.weight");
+    lm_set_name(norm, "blk.3.attn_norm.weight");
+    lm_set_name(exps, "blk.3.ffn_up_exps.weight");
+    lm_set_name(q0, "blk.0.attn_q.weight");
+    m.tok_embd = emb;
+    m.output = out;
+
+    struct lm_placement pl;
+    struct lm_placement_params p = {.split_mode = LM_SPLIT_ROW, .n_gpu_layers = 99};
+    CHECK(lm_placement_plan_regs(&p, 4, regs, 3, &pl) == LM_OK);
+    CHECK(pl.n_row_dev == 2 && pl.row_dev[0] == 1 && pl.row_dev[1] == 2);
+    /* equal shares: 100 rows, the second GPU 48 (50 rounded down to 16s) */
+    check_slices(&pl, &m, q, 2, (const int64_t[]){0, 52}, (const int[]){1, 2});
+    check_slices(&pl, &m, q0, 2, (const int64_t[]){0, 52}, (const int[]){1, 2});
+    check_slices(&pl, &m, small, 1, (const int64_t[]){0}, (const int[]){1}); /* too few rows: whole on main */
+    check_slices(&pl, &m, norm, 0, NULL, NULL);
+    check_slices(&pl, &m, exps, 0, NULL, NULL);
+    check_slices(&pl, &m, emb, 0, NULL, NULL);
+    check_slices(&pl, &m, out, 0, NULL, NULL);
+    /* main_gpu 1 takes the first slice */
+    p.main_gpu = 1;
+    CHECK(lm_placement_plan_regs(&p, 4, regs, 3, &pl) == LM_OK);
+    check_slices(&pl, &m, q, 2, (const int64_t[]){0, 52}, (const int[]){2, 1});
+    /* 3:1: the second GPU 16 rows (25 rounded down) */
+    p.main_gpu = 0;
+    p.tensor_split = (const float[LM_MAX_DEVICES]){3.0f, 1.0f};
+    CHECK(lm_placement_plan_regs(&p, 4, regs, 3, &pl) == LM_OK);
+    check_slices(&pl, &m, q, 2, (const int64_t[]){0, 84}, (const int[]){1, 2});
+    /* main_gpu without a share keeps the remainder only */
+    p.tensor_split = (const float[LM_MAX_DEVICES]){0.0f, 1.0f};
+    CHECK(lm_placement_plan_regs(&p, 4, regs, 3, &pl) == LM_OK);
+    check_slices(&pl, &m, q, 2, (const int64_t[]){0, 4}, (const int[]){1, 2});
+    check_slices(&pl, &m, small, 1, (const int64_t[]){0}, (const int[]){1});
+    /* the other GPU without a share: no split */
+    p.tensor_split = (const float[LM_MAX_DEVICES]){1.0f, 0.0f};
+    CHECK(lm_placement_plan_regs(&p, 4, regs, 3, &pl) == LM_OK);
+    CHECK(pl.n_row_dev == 0);
+    check_slices(&pl, &m, q, 0, NULL, NULL);
+    /* only offloaded layers: blk.0 stays on the host with 3 of 4 offloaded */
+    p.tensor_split = NULL;
+    p.n_gpu_layers = 3;
+    CHECK(lm_placement_plan_regs(&p, 4, regs, 3, &pl) == LM_OK);
+    check_slices(&pl, &m, q0, 0, NULL, NULL);
+    check_slices(&pl, &m, q, 2, (const int64_t[]){0, 52}, (const int[]){1, 2});
+    /* one GPU, or another split mode: nothing split */
+    CHECK(lm_placement_plan_regs(&p, 4, regs, 2, &pl) == LM_OK && pl.n_row_dev == 0);
+    p.split_mode = LM_SPLIT_LAYER;
+    CHECK(lm_placement_plan_regs(&p, 4, regs, 3, &pl) == LM_OK && pl.n_row_dev == 0);
+    check_slices(&pl, &m, q, 0, NULL, NULL);
+    lm_ctx_free(m.ctx);
+}
+
 int main(void)
 {
     test_cpu_only_plan();
@@ -235,5 +328,6 @@ int main(void)
     test_tied_model(false);
     test_gpu_plans();
     test_weight_bufts();
+    test_row_slices();
     return lm_test_summary();
 }

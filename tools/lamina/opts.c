@@ -189,9 +189,10 @@ void cli_model_usage(FILE *f)
           "                            original of a quantized -m); the result keeps -m's types\n"
           "  -ngl, --n-gpu-layers N    layers to offload to GPUs (default 0; with no GPU (or a build\n"
           "                            without CUDA) every layer stays on the CPU)\n"
-          "  -sm, --split-mode M       none, layer (default) or row: how layers spread over GPUs\n"
+          "  -sm, --split-mode M       none, layer (default) or row (each matrix cut by rows): how layers\n"
+          "                            spread over GPUs\n"
           "  -mg, --main-gpu N         the GPU for -sm none and row (default 0)\n"
-          "  -ts, --tensor-split A,B   proportions of the layers per GPU (-sm layer)\n"
+          "  -ts, --tensor-split A,B   proportions per GPU of the layers (-sm layer) or rows (-sm row)\n"
           "  -nkvo, --no-kv-offload    keep the KV cache on the CPU\n"
           "  --verbose                 print the library's log\n",
           f);
