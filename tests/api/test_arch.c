@@ -27,46 +27,11 @@
 
 #define N_IDS 12
 
-/* Every fixture of shared/fixtures/arch. */
-static const char *const fixtures[] = {
-    "llama", "llama-moe", "llama-f16",
-    "falcon",
-    "falcon-norm2",
-    "baichuan",
-    "baichuan-13b",
-    "gpt2",
-    "starcoder",
-    "mpt",
-    "bloom",
-    "stablelm",
-    "qwen",
-    "phi2",
-    "phi2-sepqkv",
-    "persimmon",
-    "refact",
-    "plamo",
-    "qwen2",
-    "gemma",
-    "phi3",
-};
 
 /* Batch-split consistency: the same model and ids, other batch boundaries.
  * Rows differ only by summation order (one-column vs several-column kernels). */
 #define SPLIT_BOUND 1e-4
 
-static int read_ids(const char *name, llama_token *ids)
-{
-    char rel[128];
-    snprintf(rel, sizeof rel, "fixtures/arch/%s.ids.txt", name);
-    FILE *f = fopen(lm_test_shared(rel), "r");
-    int n = 0;
-    if (!f)
-        return 0;
-    while (n < N_IDS && fscanf(f, "%d", &ids[n]) == 1)
-        n++;
-    fclose(f);
-    return n;
-}
 
 /* Decode ids[0..n) in batches of the given sizes (summing to n) on a fresh
  * context; logits of every position into out [n * n_vocab]. */
@@ -167,7 +132,7 @@ static void test_fixture(const char *name)
     float *ref = lm_test_read_file(lm_test_shared(rel), &n_ref);
     float *one = malloc(n_logits * sizeof(float)), *step = malloc(n_logits * sizeof(float));
     float *two = malloc(n_logits * sizeof(float));
-    CHECKF(read_ids(name, ids) == N_IDS, "%s: ids", name);
+    CHECKF(api_fixture_ids(name, ids, N_IDS) == N_IDS, "%s: ids", name);
     CHECKF(ref && n_ref == n_logits * sizeof(float), "%s: reference logits", name);
     if (!ref || n_ref != n_logits * sizeof(float) || !one || !step || !two)
         goto out;
@@ -250,8 +215,8 @@ static void test_unknown_arch(void)
 int main(void)
 {
     api_test_init();
-    for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++)
-        test_fixture(fixtures[i]);
+    for (int i = 0; i < api_n_arch_fixtures; i++)
+        test_fixture(api_arch_fixtures[i]);
     test_unknown_arch();
     return lm_test_summary();
 }

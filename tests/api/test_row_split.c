@@ -199,18 +199,6 @@ static bool check_splits(struct llama_model *lm, const char *path, int main_gpu)
 
 /* ---- one model ---- */
 
-static bool read_ids(const char *name, llama_token *ids)
-{
-    char rel[128];
-    snprintf(rel, sizeof rel, "fixtures/arch/%s.ids.txt", name);
-    FILE *f = fopen(lm_test_shared(rel), "r");
-    int n = 0;
-    while (f && n < N_IDS && fscanf(f, "%d", &ids[n]) == 1)
-        n++;
-    if (f)
-        fclose(f);
-    return n == N_IDS;
-}
 
 static const float half[2] = {1.0f, 1.0f}, three_one[2] = {3.0f, 1.0f};
 
@@ -358,11 +346,6 @@ static void test_imatrix(const char *path)
     llama_free_model(mw);
 }
 
-static const char *const fixtures[] = {
-    "llama", "llama-moe", "llama-f16", "falcon", "falcon-norm2", "baichuan", "baichuan-13b", "gpt2", "starcoder",
-    "mpt", "bloom", "stablelm", "qwen", "phi2", "phi2-sepqkv", "persimmon", "refact", "plamo", "qwen2", "gemma",
-    "phi3",
-};
 
 int main(void)
 {
@@ -375,14 +358,15 @@ int main(void)
     test_model("stories260K", stories, ids, true);
     test_weight_set(stories, ids);
     test_imatrix(stories);
-    for (size_t k = 0; k < sizeof fixtures / sizeof fixtures[0]; k++) {
+    for (int k = 0; k < api_n_arch_fixtures; k++) {
+        const char *name = api_arch_fixtures[k];
         char rel[128];
-        snprintf(rel, sizeof rel, "fixtures/arch/%s.gguf", fixtures[k]);
-        if (!read_ids(fixtures[k], ids)) {
-            CHECKF(false, "%s: no ids", fixtures[k]);
+        snprintf(rel, sizeof rel, "fixtures/arch/%s.gguf", name);
+        if (api_fixture_ids(name, ids, N_IDS) != N_IDS) {
+            CHECKF(false, "%s: no ids", name);
             continue;
         }
-        test_model(fixtures[k], lm_test_shared(rel), ids, !strcmp(fixtures[k], "llama-moe"));
+        test_model(name, lm_test_shared(rel), ids, !strcmp(name, "llama-moe"));
     }
     return lm_test_summary();
 }

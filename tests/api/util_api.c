@@ -1,6 +1,7 @@
 /* util_api.c - helpers for the API tests: load models, greedy decoding. */
 #include "util_api.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -102,4 +103,24 @@ llama_token_data_array api_candidates(const float *logits, int n)
     for (int i = 0; a.data && i < n; i++)
         a.data[i] = (llama_token_data){i, logits[i], 0.0f};
     return a;
+}
+
+const char *const api_arch_fixtures[] = {
+    "llama", "llama-moe", "llama-f16", "falcon", "falcon-norm2", "baichuan", "baichuan-13b", "gpt2", "starcoder",
+    "mpt", "bloom", "stablelm", "qwen", "phi2", "phi2-sepqkv", "persimmon", "refact", "plamo", "qwen2", "gemma",
+    "phi3",
+};
+const int api_n_arch_fixtures = (int)(sizeof api_arch_fixtures / sizeof api_arch_fixtures[0]);
+
+int api_fixture_ids(const char *name, llama_token *ids, int cap)
+{
+    char rel[128];
+    snprintf(rel, sizeof rel, "fixtures/arch/%s.ids.txt", name);
+    FILE *f = fopen(lm_test_shared(rel), "r");
+    int n = 0;
+    while (f && n < cap && fscanf(f, "%d", &ids[n]) == 1)
+        n++;
+    if (f)
+        fclose(f);
+    return n;
 }

@@ -31,4 +31,11 @@ struct llama_model *api_load_opts(const char *rel, bool use_mmap, bool use_mlock
 /* A malloc'd candidates array over n logits (ids 0..n-1, p 0, unsorted). */
 llama_token_data_array api_candidates(const float *logits, int n);
 
+/* Every fixture of shared/fixtures/arch (README there), by name. */
+extern const char *const api_arch_fixtures[];
+extern const int api_n_arch_fixtures;
+/* Up to cap token ids of fixture `name` (fixtures/arch/<name>.ids.txt) into
+ * ids; the number read (0 when the file is missing). */
+int api_fixture_ids(const char *name, llama_token *ids, int cap);
+
 #endif

@@ -38,11 +38,6 @@
 
 #define N_IDS 12
 
-static const char *const fixtures[] = {
-    "llama", "llama-moe", "llama-f16", "falcon", "falcon-norm2", "baichuan", "baichuan-13b", "gpt2", "starcoder",
-    "mpt", "bloom", "stablelm", "qwen", "phi2", "phi2-sepqkv", "persimmon", "refact", "plamo", "qwen2", "gemma",
-    "phi3",
-};
 
 static struct llama_model *load(const char *rel, int n_gpu_layers)
 {
@@ -51,18 +46,6 @@ static struct llama_model *load(const char *rel, int n_gpu_layers)
     return llama_load_model_from_file(lm_test_shared(rel), mp);
 }
 
-static bool read_ids(const char *name, llama_token *ids)
-{
-    char rel[128];
-    snprintf(rel, sizeof rel, "fixtures/arch/%s.ids.txt", name);
-    FILE *f = fopen(lm_test_shared(rel), "r");
-    int n = 0;
-    while (f && n < N_IDS && fscanf(f, "%d", &ids[n]) == 1)
-        n++;
-    if (f)
-        fclose(f);
-    return n == N_IDS;
-}
 
 /* ids[0..n) at positions pos0.. of sequence seq in batches of `step` tokens
  * on ctx; every position's logits into out [n * n_vocab]. */
@@ -202,8 +185,8 @@ static void test_fixture(const char *name)
     snprintf(lrel, sizeof lrel, "fixtures/arch/%s.logits.f32", name);
     size_t n_ref = 0;
     float *ref = lm_test_read_file(lm_test_shared(lrel), &n_ref);
-    CHECKF(ref && read_ids(name, ids), "%s: fixture files", name);
-    if (ref && read_ids(name, ids))
+    CHECKF(ref && api_fixture_ids(name, ids, N_IDS) == N_IDS, "%s: fixture files", name);
+    if (ref && api_fixture_ids(name, ids, N_IDS) == N_IDS)
         test_model(name, rel, ids, ref);
     free(ref);
 }
@@ -279,7 +262,7 @@ static bool decode_q8_cache(struct llama_model *m, const llama_token *ids, int s
 static void test_q8_cache(void)
 {
     llama_token ids[N_IDS];
-    if (!read_ids("persimmon", ids)) {
+    if (api_fixture_ids("persimmon", ids, N_IDS) != N_IDS) {
         CHECKF(false, "%s", "persimmon: fixture ids");
         return;
     }
@@ -342,8 +325,8 @@ int main(void)
     /* stories260K against its own CPU logits */
     const llama_token story[N_IDS] = {1, 403, 407, 261, 378, 429, 267, 270, 431, 264, 342, 259};
     test_model("stories260K", "models/stories260K.gguf", story, NULL);
-    for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++)
-        test_fixture(fixtures[i]);
+    for (int i = 0; i < api_n_arch_fixtures; i++)
+        test_fixture(api_arch_fixtures[i]);
     test_graphs();
     test_q8_cache();
     test_out_of_memory();

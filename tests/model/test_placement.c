@@ -167,6 +167,15 @@ static void test_gpu_plans(void)
     CHECK(lm_placement_plan_regs(&p, 4, regs, 4, &pl) == LM_ERR_INVALID_ARG);
 }
 
+/* A model with a context for a few tensors and nothing else. */
+static bool empty_model(struct lm_model *m)
+{
+    memset(m, 0, sizeof *m);
+    struct lm_ctx_params cp = {.mem_size = 16 * lm_tensor_overhead(), .no_alloc = true};
+    CHECK(lm_ctx_new(&cp, &m->ctx) == LM_OK);
+    return m->ctx != NULL;
+}
+
 static struct lm_tensor *named(struct lm_ctx *ctx, const char *name)
 {
     const int64_t ne[2] = {64, 64};
@@ -185,10 +194,7 @@ static void test_weight_bufts(void)
     struct lm_placement_params p = {.split_mode = LM_SPLIT_LAYER, .n_gpu_layers = 3, .repack = true};
     CHECK(lm_placement_plan_regs(&p, 4, regs, 2, &pl) == LM_OK);
     struct lm_model m;
-    memset(&m, 0, sizeof m);
-    struct lm_ctx_params cp = {.mem_size = 16 * lm_tensor_overhead(), .no_alloc = true};
-    CHECK(lm_ctx_new(&cp, &m.ctx) == LM_OK);
-    if (!m.ctx)
+    if (!empty_model(&m))
         return;
     struct lm_tensor *emb = named(m.ctx, "token_embd.weight"), *w0 = named(m.ctx, "blk.0.attn_q.weight");
     struct lm_tensor *w3 = named(m.ctx, "blk.3.attn_q.weight"), *out = named(m.ctx, "output.weight");
@@ -248,10 +254,7 @@ static void test_row_slices(void)
 {
     const struct lm_backend_reg *regs[] = {lm_cpu_backend_reg(), &gpu0, &gpu1};
     struct lm_model m;
-    memset(&m, 0, sizeof m);
-    struct lm_ctx_params cp = {.mem_size = 16 * lm_tensor_overhead(), .no_alloc = true};
-    CHECK(lm_ctx_new(&cp, &m.ctx) == LM_OK);
-    if (!m.ctx)
+    if (!empty_model(&m))
         return;
     struct lm_tensor *q = lm_new_tensor_2d(m.ctx, LM_TYPE_Q4_0, 64, 100);
     struct lm_tensor *small = lm_new_tensor_2d(m.ctx, LM_TYPE_F32, 64, 8);
