@@ -117,19 +117,7 @@ static bool logits(struct llama_model *m, const llama_token *ids, int n, int ste
     bool ok = ctx != NULL;
     for (int s = 0; s < n && ok; s += step) {
         const int k = n - s < step ? n - s : step;
-        struct llama_batch b = llama_batch_init(k, 0, 1);
-        for (int i = 0; i < k; i++) {
-            b.token[i] = ids[s + i];
-            b.pos[i] = s + i + (shift && s + i < n / 2 ? 17 : 0);
-            b.n_seq_id[i] = 1;
-            b.seq_id[i][0] = 0;
-            b.logits[i] = 1;
-        }
-        b.n_tokens = k;
-        ok = llama_decode(ctx, b) == 0;
-        for (int i = 0; i < k && ok; i++)
-            memcpy(out + (size_t)(s + i) * n_vocab, llama_get_logits_ith(ctx, i), (size_t)n_vocab * sizeof(float));
-        llama_batch_free(b);
+        ok = api_decode_ids(ctx, ids + s, k, s + (shift && s < n / 2 ? 17 : 0), out + (size_t)s * n_vocab);
         if (shift && s + k == n / 2)
             llama_kv_cache_seq_shift(ctx, 0, 0, -1, -17);
     }

@@ -105,6 +105,25 @@ llama_token_data_array api_candidates(const float *logits, int n)
     return a;
 }
 
+bool api_decode_ids(struct llama_context *ctx, const llama_token *ids, int n, int pos0, float *out)
+{
+    const int n_vocab = llama_n_vocab(llama_get_model(ctx));
+    struct llama_batch b = llama_batch_init(n, 0, 1);
+    for (int i = 0; i < n; i++) {
+        b.token[i] = ids[i];
+        b.pos[i] = pos0 + i;
+        b.n_seq_id[i] = 1;
+        b.seq_id[i][0] = 0;
+        b.logits[i] = 1;
+    }
+    b.n_tokens = n;
+    bool ok = llama_decode(ctx, b) == 0;
+    for (int i = 0; i < n && ok; i++)
+        memcpy(out + (size_t)i * n_vocab, llama_get_logits_ith(ctx, i), (size_t)n_vocab * sizeof(float));
+    llama_batch_free(b);
+    return ok;
+}
+
 const char *const api_arch_fixtures[] = {
     "llama", "llama-moe", "llama-f16", "falcon", "falcon-norm2", "baichuan", "baichuan-13b", "gpt2", "starcoder",
     "mpt", "bloom", "stablelm", "qwen", "phi2", "phi2-sepqkv", "persimmon", "refact", "plamo", "qwen2", "gemma",

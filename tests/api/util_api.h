@@ -31,6 +31,9 @@ struct llama_model *api_load_opts(const char *rel, bool use_mmap, bool use_mlock
 /* A malloc'd candidates array over n logits (ids 0..n-1, p 0, unsorted). */
 llama_token_data_array api_candidates(const float *logits, int n);
 
+/* ids[0..n) of sequence 0 at positions pos0.. in one batch, every token
+ * with logits, copied into out [n * n_vocab]; false when the decode fails. */
+bool api_decode_ids(struct llama_context *ctx, const llama_token *ids, int n, int pos0, float *out);
 /* Every fixture of shared/fixtures/arch (README there), by name. */
 extern const char *const api_arch_fixtures[];
 extern const int api_n_arch_fixtures;

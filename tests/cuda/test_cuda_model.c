@@ -55,19 +55,7 @@ static bool decode(struct llama_context *ctx, const llama_token *ids, int n, int
     bool ok = true;
     for (int s = 0; s < n && ok; s += step) {
         const int k = n - s < step ? n - s : step;
-        struct llama_batch b = llama_batch_init(k, 0, 1);
-        for (int i = 0; i < k; i++) {
-            b.token[i] = ids[s + i];
-            b.pos[i] = pos0 + s + i;
-            b.n_seq_id[i] = 1;
-            b.seq_id[i][0] = 0;
-            b.logits[i] = 1;
-        }
-        b.n_tokens = k;
-        ok = llama_decode(ctx, b) == 0;
-        for (int i = 0; i < k && ok; i++)
-            memcpy(out + (size_t)(s + i) * n_vocab, llama_get_logits_ith(ctx, i), (size_t)n_vocab * sizeof(float));
-        llama_batch_free(b);
+        ok = api_decode_ids(ctx, ids + s, k, pos0 + s, out + (size_t)s * n_vocab);
     }
     return ok;
 }
