@@ -191,6 +191,9 @@ struct lm_backend_reg {
      * no data yet), given LM_WEIGHT_* flags: the hook where a backend keeps
      * weights in its own layout (the CPU: repacked matrices). NULL: default_buft. */
     lm_buft (*weight_buft)(const struct lm_tensor *w, unsigned flags);
+    /* The device's free and total memory in bytes now. NULL or false:
+     * unknown (placement then gives every GPU an equal share). */
+    bool (*memory)(size_t *free, size_t *total);
 };
 
 /* Add a factory (idempotent by name; at most 16). Each backend module exports

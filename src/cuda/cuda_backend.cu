@@ -854,9 +854,20 @@ extern "C" bool lm_backend_is_cuda(lm_backend_t be) { return be && be->iface.get
 
 /* ---- registry: one entry per device ---- */
 
+/* Device i's free and total memory (placement's default shares). */
+static bool device_memory(int i, size_t *free_b, size_t *total_b)
+{
+    if (failed(cudaSetDevice(i), "cudaSetDevice") || failed(cudaMemGetInfo(free_b, total_b), "cudaMemGetInfo")) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    return true;
+}
+
 #define LM_CU_DEVICE_FNS(i)                                                                                             \
     static lm_status init_##i(lm_backend_t *out) { return backend_new(i, out); }                                    \
-    static lm_buft buft_##i(void) { return lm_cuda_buft(i); }
+    static lm_buft buft_##i(void) { return lm_cuda_buft(i); }                                                       \
+    static bool mem_##i(size_t *free_b, size_t *total_b) { return device_memory(i, free_b, total_b); }
 LM_CU_DEVICE_FNS(0)
 LM_CU_DEVICE_FNS(1)
 LM_CU_DEVICE_FNS(2)
@@ -866,7 +877,7 @@ LM_CU_DEVICE_FNS(5)
 LM_CU_DEVICE_FNS(6)
 LM_CU_DEVICE_FNS(7)
 
-#define LM_CU_REG(i) {"cuda" #i, init_##i, LM_DEV_GPU, NULL, buft_##i, NULL}
+#define LM_CU_REG(i) {"cuda" #i, init_##i, LM_DEV_GPU, NULL, buft_##i, NULL, mem_##i}
 static const struct lm_backend_reg regs[LM_CUDA_MAX_DEVICES] = {
     LM_CU_REG(0), LM_CU_REG(1), LM_CU_REG(2), LM_CU_REG(3), LM_CU_REG(4), LM_CU_REG(5), LM_CU_REG(6), LM_CU_REG(7),
 };

@@ -4,9 +4,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Each GPU's cumulative share of tensor_split, normalised to end at 1 (all
- * zero or NULL: equal shares); false for a negative or huge share. */
-static bool shares(const struct lm_placement_params *p, int n_gpu, float *cum)
+/* GPU g's free memory in GiB (device g + 1 of the plan), or 0 if unknown. */
+static float free_gib(const struct lm_placement *pl, int g)
+{
+    size_t free_b = 0, total_b = 0;
+    const struct lm_backend_reg *r = pl->dev[1 + g];
+    return r->memory && r->memory(&free_b, &total_b) ? (float)((double)free_b / (1u << 30)) : 0.0f;
+}
+
+/* Each GPU's cumulative share of tensor_split, normalised to end at 1; all
+ * zero or NULL: shares by free memory where every GPU reports it (as
+ * llama.cpp), else equal shares. False for a negative or huge share. */
+static bool shares(const struct lm_placement_params *p, const struct lm_placement *pl, int n_gpu, float *cum)
 {
     float total = 0.0f;
     for (int g = 0; g < n_gpu; g++) {
@@ -15,6 +24,17 @@ static bool shares(const struct lm_placement_params *p, int n_gpu, float *cum)
             return false;
         total += s;
         cum[g] = total;
+    }
+    if (total == 0.0f) { /* by free memory */
+        for (int g = 0; g < n_gpu; g++) {
+            float s = free_gib(pl, g);
+            if (!(s > 0.0f)) {
+                total = 0.0f;
+                break;
+            }
+            total += s;
+            cum[g] = total;
+        }
     }
     if (total == 0.0f) { /* equal shares */
         for (int g = 0; g < n_gpu; g++)
@@ -30,7 +50,7 @@ static bool shares(const struct lm_placement_params *p, int n_gpu, float *cum)
 static bool plan_rows(const struct lm_placement_params *p, int n_gpu, struct lm_placement *out)
 {
     float cum[LM_MAX_DEVICES];
-    if (!shares(p, n_gpu, cum))
+    if (!shares(p, out, n_gpu, cum))
         return false;
     const int mg = p->main_gpu;
     float acc = cum[mg] - (mg ? cum[mg - 1] : 0.0f);
@@ -90,7 +110,7 @@ lm_status lm_placement_plan_regs(const struct lm_placement_params *p, uint32_t n
             return LM_ERR_INVALID_ARG;
     } else if (p->split_mode == LM_SPLIT_LAYER) {
         float cum[LM_MAX_DEVICES];
-        if (!shares(p, n_gpu, cum))
+        if (!shares(p, out, n_gpu, cum))
             return LM_ERR_INVALID_ARG;
         for (uint32_t il = start; il < n_layer; il++)
             out->layer_dev[il] = (uint8_t)(1 + gpu_of_fraction(cum, n_gpu, (float)(il - start) / (float)n_off));

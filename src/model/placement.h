@@ -9,7 +9,8 @@
  *     the host: it is read by row (get_rows);
  *   - the last n_gpu_layers layers go to GPUs: split_mode NONE and ROW put
  *     them all on main_gpu; LAYER spreads them in contiguous runs in
- *     proportion to tensor_split (all zero or NULL: equal shares);
+ *     proportion to tensor_split (all zero or NULL: to each GPU's free
+ *     memory, the reg's memory hook; equal shares where a GPU cannot say);
  *   - ROW over two or more GPUs also cuts every matrix of an offloaded layer
  *     into row slices, one per GPU with a share of tensor_split (as LAYER),
  *     main_gpu's first: main_gpu computes the layer's other ops and joins the

@@ -42,6 +42,30 @@ static const struct lm_backend_reg gpu0 = {.name = "gpu0", .init = fake_init, .k
                                            .default_buft = fake_default};
 static const struct lm_backend_reg gpu1 = {.name = "gpu1", .init = fake_init, .kind = LM_DEV_GPU,
                                            .default_buft = fake_default};
+/* fake GPUs reporting 3 GiB and 1 GiB free, and one failing to say */
+static bool mem3(size_t *free_b, size_t *total_b)
+{
+    *free_b = (size_t)3 << 30;
+    *total_b = (size_t)8 << 30;
+    return true;
+}
+static bool mem1(size_t *free_b, size_t *total_b)
+{
+    *free_b = (size_t)1 << 30;
+    *total_b = (size_t)8 << 30;
+    return true;
+}
+static bool mem_unknown(size_t *free_b, size_t *total_b)
+{
+    (void)free_b, (void)total_b;
+    return false;
+}
+static const struct lm_backend_reg gpu_free3 = {.name = "gpu_free3", .init = fake_init, .kind = LM_DEV_GPU,
+                                                .default_buft = fake_default, .memory = mem3};
+static const struct lm_backend_reg gpu_free1 = {.name = "gpu_free1", .init = fake_init, .kind = LM_DEV_GPU,
+                                                .default_buft = fake_default, .memory = mem1};
+static const struct lm_backend_reg gpu_unknown = {.name = "gpu_unknown", .init = fake_init, .kind = LM_DEV_GPU,
+                                                  .default_buft = fake_default, .memory = mem_unknown};
 
 static void check_layers(const struct lm_placement *pl, const int *want, uint32_t n, int output)
 {
@@ -312,6 +336,24 @@ static void test_row_slices(void)
     CHECK(lm_placement_plan_regs(&p, 4, regs, 3, &pl) == LM_OK);
     check_slices(&pl, &m, q0, 0, NULL, NULL);
     check_slices(&pl, &m, q, 2, (const int64_t[]){0, 52}, (const int[]){1, 2});
+    /* no tensor_split: shares by free memory (3 GiB : 1 GiB), equal where a
+     * GPU cannot say */
+    p.n_gpu_layers = 99;
+    const struct lm_backend_reg *by_mem[] = {lm_cpu_backend_reg(), &gpu_free3, &gpu_free1};
+    CHECK(lm_placement_plan_regs(&p, 4, by_mem, 3, &pl) == LM_OK);
+    check_slices(&pl, &m, q, 2, (const int64_t[]){0, 84}, (const int[]){1, 2});
+    const struct lm_backend_reg *unknown[] = {lm_cpu_backend_reg(), &gpu_free3, &gpu_unknown};
+    CHECK(lm_placement_plan_regs(&p, 4, unknown, 3, &pl) == LM_OK);
+    check_slices(&pl, &m, q, 2, (const int64_t[]){0, 52}, (const int[]){1, 2});
+    p.split_mode = LM_SPLIT_LAYER;
+    CHECK(lm_placement_plan_regs(&p, 8, by_mem, 3, &pl) == LM_OK);
+    check_layers(&pl, (const int[]){1, 1, 1, 1, 1, 1, 2, 2}, 8, 2);
+    p.tensor_split = (const float[LM_MAX_DEVICES]){1.0f, 1.0f}; /* given shares win */
+    CHECK(lm_placement_plan_regs(&p, 8, by_mem, 3, &pl) == LM_OK);
+    check_layers(&pl, (const int[]){1, 1, 1, 1, 2, 2, 2, 2}, 8, 2);
+    p.tensor_split = NULL;
+    p.split_mode = LM_SPLIT_ROW;
+    p.n_gpu_layers = 3;
     /* one GPU, or another split mode: nothing split */
     CHECK(lm_placement_plan_regs(&p, 4, regs, 2, &pl) == LM_OK && pl.n_row_dev == 0);
     p.split_mode = LM_SPLIT_LAYER;

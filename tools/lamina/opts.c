@@ -192,7 +192,8 @@ void cli_model_usage(FILE *f)
           "  -sm, --split-mode M       none, layer (default) or row (each matrix cut by rows): how layers\n"
           "                            spread over GPUs\n"
           "  -mg, --main-gpu N         the GPU for -sm none and row (default 0)\n"
-          "  -ts, --tensor-split A,B   proportions per GPU of the layers (-sm layer) or rows (-sm row)\n"
+          "  -ts, --tensor-split A,B   proportions per GPU of the layers (-sm layer) or rows (-sm row);\n"
+          "                            default: each GPU's free memory\n"
           "  -nkvo, --no-kv-offload    keep the KV cache on the CPU\n"
           "  --verbose                 print the library's log\n",
           f);
