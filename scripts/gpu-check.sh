@@ -20,7 +20,8 @@
 #      ~60 s 7B with 2 rounds); GPU clocks sampled once a second meanwhile
 #      (OUT_DIR/gpu-clocks.csv). Without a llama-bench, lamina alone;
 #   5. extras: TinyLlama tg128 with LAMINA_CUDA_GRAPHS=0 (decode without
-#      CUDA graphs), batched decode of 16 and 32 sequences (the MMQ kernel
+#      CUDA graphs), tg128 with fused node pairs against LAMINA_NO_FUSE=1
+#      (alternated twice), batched decode of 16 and 32 sequences (the MMQ kernel
 #      against LAMINA_CUDA_MMQ=0, alternated twice) and TinyLlama with -ngl 0
 #      as the CPU baseline (~80 s).
 # Everything goes to OUT_DIR/gpu-check.log (default: $OUT, else /tmp/gpu-check).
@@ -342,6 +343,14 @@ if [ $bench = 1 ]; then
         if fits 15 "tg without CUDA graphs"; then
             stamp "bench: TinyLlama Q4_0, GPU tg without CUDA graphs (LAMINA_CUDA_GRAPHS=0; compare with tg128 above)"
             LAMINA_CUDA_GRAPHS=0 timeout -k 5 60 "$lamina" bench -m "$models/tinyllama-q4_0.gguf" -ngl 99 -mmp 0 -p 0 -n 128 -r 3
+        fi
+        if fits 25 "tg without fused pairs"; then
+            stamp "bench: TinyLlama Q4_0, GPU tg128 with fused node pairs (default) and LAMINA_NO_FUSE=1, twice"
+            for r in 1 2; do
+                timeout -k 5 60 "$lamina" bench -m "$models/tinyllama-q4_0.gguf" -ngl 99 -mmp 0 -p 0 -n 128 -r 3
+                LAMINA_NO_FUSE=1 timeout -k 5 60 "$lamina" bench -m "$models/tinyllama-q4_0.gguf" -ngl 99 -mmp 0 -p 0 \
+                    -n 128 -r 3
+            done
         fi
         if fits 40 "batched decode"; then
             stamp "bench: TinyLlama Q4_0, GPU batched decode (-np 16,32): the MMQ kernel in captured graphs, then" \

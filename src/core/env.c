@@ -65,8 +65,10 @@ static const struct lm_env_switch table[LM_ENV_COUNT] = {
             .name = "LAMINA_NO_FUSE",
             .kind = LM_ENV_FLAG_SET,
             .def = 0,
-            .meaning = "the CPU executor computes RMS_NORM+MUL and SILU+MUL as separate nodes",
-            .when = "first CPU graph computed; cached per process (lm_cpu_fuse_set overrides)",
+            .meaning = "the CPU executor and CUDA backends compute the node pairs of core/fuse.h (RMS_NORM+MUL, "
+                       "SILU+MUL; CUDA also a one-column MUL_MAT+ADD) as separate nodes",
+            .when = "CPU: first graph computed, cached per process (lm_cpu_fuse_set overrides); CUDA: every backend "
+                    "creation (each context)",
         },
     [LM_ENV_ATTN] =
         {

@@ -40,7 +40,7 @@ enum lm_env_id {
     LM_ENV_PREFETCH,    /* LAMINA_PREFETCH: AVX-512 software prefetch on/off */
     LM_ENV_HUGEPAGES,   /* LAMINA_HUGEPAGES: huge-page advice for large buffers */
     LM_ENV_NO_REPACK,   /* LAMINA_NO_REPACK: load CPU weights plain */
-    LM_ENV_NO_FUSE,     /* LAMINA_NO_FUSE: no fused node pairs on the CPU */
+    LM_ENV_NO_FUSE,     /* LAMINA_NO_FUSE: no fused node pairs (CPU, CUDA) */
     LM_ENV_ATTN,        /* LAMINA_ATTN: fused ATTN op or the unfused graph */
     LM_ENV_CUDA_GRAPHS, /* LAMINA_CUDA_GRAPHS: decode through CUDA graphs */
     LM_ENV_CUDA_MMQ,    /* LAMINA_CUDA_MMQ: quantized small batches through the MMQ kernels */

@@ -154,7 +154,7 @@ struct exec_job {
 static inline int compute_node(const struct lm_cpu_params *p, const struct lm_graph *g, int i, bool fuse)
 {
     struct lm_tensor *t = g->nodes[i];
-    enum lm_cpu_fuse kind = fuse && i + 1 < g->n_nodes ? lm_cpu_fuse_match(t, g->nodes[i + 1]) : LM_FUSE_NONE;
+    enum lm_fuse kind = fuse && i + 1 < g->n_nodes ? lm_cpu_fuse_match(t, g->nodes[i + 1]) : LM_FUSE_NONE;
     if (kind != LM_FUSE_NONE) {
         lm_cpu_op_fused(p, kind, t, g->nodes[i + 1]);
         return i + 1;

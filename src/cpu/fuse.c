@@ -1,9 +1,5 @@
-/* fuse.c - pairs of adjacent nodes the executor computes as one.
- *
- *   RMS_NORM(x) then MUL(., w)  with w one row broadcast over rows:
- *       y = x * scale(x) * w          (the norm block of every llama layer)
- *   UNARY SILU(g) then MUL(., u)  with u of the same shape:
- *       y = silu(g) * u               (SwiGLU)
+/* fuse.c - pairs of adjacent nodes the executor computes as one: of the
+ * pairs core/fuse.h matches, RMS_NORM + MUL and SILU + MUL.
  *
  * A fused pair makes one pass over memory instead of two and saves the
  * barrier between the nodes. The results are bit-identical to the separate
@@ -18,26 +14,8 @@
 #include <string.h>
 
 #include "core/env.h"
+#include "core/fuse.h"
 #include "cpu/ops/ops.h"
-
-static bool f32_rows(const struct lm_tensor *t) { return t->type == LM_TYPE_F32 && t->nb[0] == sizeof(float); }
-
-static bool is_row_vector(const struct lm_tensor *w, int64_t n)
-{
-    return f32_rows(w) && w->ne[0] == n && w->ne[1] == 1 && w->ne[2] == 1 && w->ne[3] == 1;
-}
-
-enum lm_cpu_fuse lm_cpu_fuse_match(const struct lm_tensor *a, const struct lm_tensor *b)
-{
-    if (!a || !b || b->op != LM_OP_MUL || b->src[0] != a || b->view_src || !f32_rows(a) || !f32_rows(b))
-        return LM_FUSE_NONE;
-    if (a->op == LM_OP_RMS_NORM && f32_rows(a->src[0]) && is_row_vector(b->src[1], a->ne[0]))
-        return LM_FUSE_RMS_NORM_MUL;
-    if (a->op == LM_OP_UNARY && lm_get_op_i32(a, 0) == LM_UNARY_SILU && f32_rows(a->src[0]) &&
-        lm_same_shape(b->src[1], a) && f32_rows(b->src[1]))
-        return LM_FUSE_SILU_MUL;
-    return LM_FUSE_NONE;
-}
 
 /* y = rms_norm(x) * w, and (unless in place) n = rms_norm(x). */
 static void rms_norm_mul(const struct lm_cpu_params *p, struct lm_tensor *norm, struct lm_tensor *mul)
@@ -90,7 +68,13 @@ static void silu_mul(const struct lm_cpu_params *p, struct lm_tensor *silu, stru
     }
 }
 
-void lm_cpu_op_fused(const struct lm_cpu_params *p, enum lm_cpu_fuse kind, struct lm_tensor *a, struct lm_tensor *b)
+enum lm_fuse lm_cpu_fuse_match(const struct lm_tensor *a, const struct lm_tensor *b)
+{
+    const enum lm_fuse k = lm_fuse_match(a, b);
+    return k == LM_FUSE_RMS_NORM_MUL || k == LM_FUSE_SILU_MUL ? k : LM_FUSE_NONE;
+}
+
+void lm_cpu_op_fused(const struct lm_cpu_params *p, enum lm_fuse kind, struct lm_tensor *a, struct lm_tensor *b)
 {
     if (kind == LM_FUSE_RMS_NORM_MUL)
         rms_norm_mul(p, a, b);

@@ -46,6 +46,7 @@ struct lm_cuda_graph_stats {
     uint64_t replayed;     /* of those, launches without a capture: the nodes matched the last capture's */
     uint64_t instantiated; /* executable graphs made; the other captures updated one (cudaGraphExecUpdate) */
     uint64_t fallbacks;    /* decode graphs launched node by node after a failed capture, instantiation or launch */
+    uint64_t fused;        /* node pairs launched (or captured) as one kernel (core/fuse.h; none with LAMINA_NO_FUSE) */
 };
 /* The counts so far into *out (nothing when out is NULL). Thread-safe. */
 void lm_cuda_graph_stats(struct lm_cuda_graph_stats *out);

@@ -449,7 +449,7 @@ struct lm_cu_backend {
 };
 
 /* Every backend's graph counts (lm_cuda_graph_stats). */
-static std::atomic<uint64_t> n_graph_launched, n_graph_replayed, n_graph_instantiated, n_graph_fallbacks;
+static std::atomic<uint64_t> n_graph_launched, n_graph_replayed, n_graph_instantiated, n_graph_fallbacks, n_fused;
 
 extern "C" void lm_cuda_graph_stats(struct lm_cuda_graph_stats *out)
 {
@@ -459,6 +459,7 @@ extern "C" void lm_cuda_graph_stats(struct lm_cuda_graph_stats *out)
     out->replayed = n_graph_replayed.load();
     out->instantiated = n_graph_instantiated.load();
     out->fallbacks = n_graph_fallbacks.load();
+    out->fused = n_fused.load();
 }
 
 static struct lm_cu_ctx *ctx_of(lm_backend_t be) { return &((struct lm_cu_backend *)be)->c; }
@@ -525,6 +526,16 @@ static bool launches(const struct lm_tensor *t)
     return t->op != LM_OP_NONE && !lm_is_view_op(t->op) && lm_nelements(t) > 0;
 }
 
+/* The pair t and the node after it make when they run as one launch
+ * (core/fuse.h; off with LAMINA_NO_FUSE), or LM_FUSE_NONE. */
+static enum lm_fuse fused_pair(const struct lm_cu_ctx *c, const struct lm_tensor *t, const struct lm_tensor *next)
+{
+    if (!c->fuse || !next || !launches(next) || !supports(c, next) || !next->data || !lm_sources_have_data(next))
+        return LM_FUSE_NONE;
+    const enum lm_fuse kind = lm_fuse_match(t, next);
+    return kind == LM_FUSE_MUL_MAT_ADD && !lm_cu_mul_mat_add_ok(t) ? LM_FUSE_NONE : kind;
+}
+
 /* Launches every node of g on c->stream in order, without synchronizing. quiet (a capture): a failing node is
  * not logged; the caller launches the nodes again without capture, which logs what still fails. */
 static lm_status launch_nodes(struct lm_cu_backend *b, struct lm_graph *g, bool quiet)
@@ -549,9 +560,19 @@ static lm_status launch_nodes(struct lm_cu_backend *b, struct lm_graph *g, bool 
             st = LM_ERR_INVALID_ARG;
             break;
         }
-        st = f->run(c, t);
+        struct lm_tensor *next = i + 1 < g->n_nodes ? g->nodes[i + 1] : NULL;
+        const enum lm_fuse kind = fused_pair(c, t, next);
+        if (kind == LM_FUSE_NONE) {
+            st = f->run(c, t);
+        } else {
+            st = kind == LM_FUSE_MUL_MAT_ADD ? lm_cu_op_mul_mat_add(c, t, next)
+                                             : lm_cu_op_fused_elementwise(c, kind, t, next);
+            n_fused++;
+            i++;
+        }
         if (st && !quiet)
-            LM_LOG_ERR("%s: node '%s' (%s) failed: %s\n", b->name, t->name, lm_op_name(t->op), lm_status_str(st));
+            LM_LOG_ERR("%s: node '%s' (%s%s) failed: %s\n", b->name, t->name, lm_op_name(t->op),
+                       kind == LM_FUSE_NONE ? "" : " fused with the next", lm_status_str(st));
     }
     return st;
 }
@@ -823,6 +844,7 @@ static lm_status backend_new(int device, lm_backend_t *out)
     b->be.context = &b->c;
     b->graphs = lm_env_flag(LM_ENV_CUDA_GRAPHS) != 0; /* read per backend creation (core/env.c) */
     b->c.mmq = lm_env_flag(LM_ENV_CUDA_MMQ) != 0;
+    b->c.fuse = !lm_env_flag(LM_ENV_NO_FUSE);
     lm_status st = LM_OK;
     int n_sm = 0, optin = 0;
     if (failed(cudaSetDevice(device), "cudaSetDevice") ||

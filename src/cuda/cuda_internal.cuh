@@ -22,6 +22,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "core/fuse.h"
 #include "core/status.h"
 #include "core/tensor.h"
 
@@ -55,6 +56,7 @@ struct lm_cu_ctx {
     uint64_t scratch_gen; /* counts scratch reallocations: a recorded graph holds the blocks of its generation */
     bool upload_failed;   /* an async upload failed (logged): the next graph_compute returns LM_ERR_DEVICE */
     bool mmq;             /* quantized MUL_MAT with 9..MMQ_MAX_N columns by MMQ (LAMINA_CUDA_MMQ, read at creation) */
+    bool fuse;            /* adjacent node pairs of core/fuse.h as one launch (not LAMINA_NO_FUSE, read at creation) */
 };
 
 /* Device memory of at least `bytes` in scratch slot `slot` (0..LM_CU_N_SCRATCH-1),
@@ -107,6 +109,9 @@ static inline unsigned lm_cu_blocks(int64_t n, int threads)
  * RMS_NORM REPEAT CONCAT DIAG_MASK_INF SOFT_MAX ROPE ARGSORT */
 bool lm_cu_supports_elementwise(const struct lm_cu_limits *lim, const struct lm_tensor *t);
 lm_status lm_cu_op_elementwise(struct lm_cu_ctx *c, struct lm_tensor *dst);
+/* A fused RMS_NORM + MUL or SILU + MUL pair (core/fuse.h): a's and b's
+ * results, the bits of the two nodes launched apart. */
+lm_status lm_cu_op_fused_elementwise(struct lm_cu_ctx *c, enum lm_fuse kind, struct lm_tensor *a, struct lm_tensor *b);
 
 /* ops_copy.cu: CPY CONT (conversions between F32 F16 BF16 and into the
  * legacy quant types, same-type copies of any type) */
@@ -128,6 +133,12 @@ lm_status lm_cu_op_matmul(struct lm_cu_ctx *c, struct lm_tensor *dst);
  * ops_mmq.cu, ops_moe.cu), never cuBLAS or a synchronization. False for any
  * other op. */
 bool lm_cu_matmul_capturable(const struct lm_tensor *t, bool mmq);
+/* A fused MUL_MAT + ADD pair (core/fuse.h) the matvec kernels compute: mm
+ * has one column (token generation). lm_cu_op_mul_mat_add
+ * writes mm's product and add's sum (the product plus the other operand,
+ * the bits of the ADD launched apart). */
+bool lm_cu_mul_mat_add_ok(const struct lm_tensor *mm);
+lm_status lm_cu_op_mul_mat_add(struct lm_cu_ctx *c, struct lm_tensor *mm, struct lm_tensor *add);
 
 /* ops_attn.cu: ATTN */
 bool lm_cu_supports_attn(const struct lm_cu_limits *lim, const struct lm_tensor *t);

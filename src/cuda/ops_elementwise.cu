@@ -245,10 +245,11 @@ static __global__ void k_sum_rows(const char *a, struct lm_cu_shape as, char *ds
     }
 }
 
-/* NORM: (x - mean) / sqrt(var + eps), two passes as ref; RMS_NORM: mean 0. */
-template <bool RMS>
+/* NORM: (x - mean) / sqrt(var + eps), two passes as ref; RMS_NORM: mean 0.
+ * MULW (a fused RMS_NORM + MUL, core/fuse.h): also y2 = y * w, w one row. */
+template <bool RMS, bool MULW>
 static __global__ void k_norm(const char *a, struct lm_cu_shape as, char *dst, struct lm_cu_shape ds, int64_t nrows,
-                              float eps)
+                              float eps, const float *w, char *dst2, struct lm_cu_shape ds2)
 {
     __shared__ float sh[32];
     const int64_t n = as.ne[0];
@@ -256,6 +257,7 @@ static __global__ void k_norm(const char *a, struct lm_cu_shape as, char *dst, s
         int64_t i[4];
         const char *x = a + lm_cu_row_offset(as, r, i);
         char *y = dst + lm_cu_row_offset(ds, r, i);
+        char *y2 = MULW ? dst2 + lm_cu_row_offset(ds2, r, i) : nullptr;
         float mean = 0.0f;
         if (!RMS) {
             float s = 0.0f;
@@ -270,8 +272,27 @@ static __global__ void k_norm(const char *a, struct lm_cu_shape as, char *dst, s
         }
         sq = block_sum(sq, sh);
         const float inv = 1.0f / sqrtf(sq / (float)n + eps);
-        for (int64_t k = threadIdx.x; k < n; k += blockDim.x)
-            *(float *)(y + k * ds.nb[0]) = (*(const float *)(x + k * as.nb[0]) - mean) * inv;
+        for (int64_t k = threadIdx.x; k < n; k += blockDim.x) {
+            const float v = (*(const float *)(x + k * as.nb[0]) - mean) * inv;
+            *(float *)(y + k * ds.nb[0]) = v; /* first: y2 may be y (in place) */
+            if (MULW)
+                *(float *)(y2 + k * ds2.nb[0]) = op_mul{}(v, w[k]);
+        }
+    }
+}
+
+/* A fused UNARY SILU + MUL (core/fuse.h): s = silu(g), y = s * u, all of
+ * y's shape; s first (y may be s, in place). */
+static __global__ void k_silu_mul(const char *g, struct lm_cu_shape gs, const char *u, struct lm_cu_shape us, char *s,
+                                  struct lm_cu_shape ss, char *y, struct lm_cu_shape ys, int64_t n, bool narrow)
+{
+    const int64_t step = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n; k += step) {
+        int64_t i[4];
+        lm_cu_unflatten(k, ys.ne, narrow, i);
+        const float v = op_silu{}(ld(g, gs, i));
+        *(float *)(s + lm_cu_offset(ss, i)) = v;
+        *(float *)(y + lm_cu_offset(ys, i)) = op_mul{}(v, ld(u, us, i));
     }
 }
 
@@ -478,11 +499,11 @@ static void launch_rows(cudaStream_t st, struct lm_tensor *dst)
     if (dst->op == LM_OP_SUM_ROWS)
         k_sum_rows<<<row_grid(nrows), threads, 0, st>>>(x, lm_cu_shape_of(a), y, lm_cu_shape_of(dst), nrows);
     else if (dst->op == LM_OP_NORM)
-        k_norm<false><<<row_grid(nrows), threads, 0, st>>>(x, lm_cu_shape_of(a), y, lm_cu_shape_of(dst), nrows,
-                                                           lm_get_op_f32(dst, 0));
+        k_norm<false, false><<<row_grid(nrows), threads, 0, st>>>(x, lm_cu_shape_of(a), y, lm_cu_shape_of(dst), nrows,
+                                                                  lm_get_op_f32(dst, 0), nullptr, nullptr, {});
     else
-        k_norm<true><<<row_grid(nrows), threads, 0, st>>>(x, lm_cu_shape_of(a), y, lm_cu_shape_of(dst), nrows,
-                                                          lm_get_op_f32(dst, 0));
+        k_norm<true, false><<<row_grid(nrows), threads, 0, st>>>(x, lm_cu_shape_of(a), y, lm_cu_shape_of(dst), nrows,
+                                                                 lm_get_op_f32(dst, 0), nullptr, nullptr, {});
 }
 
 static void launch_soft_max(cudaStream_t st, struct lm_tensor *dst)
@@ -613,4 +634,25 @@ lm_status lm_cu_op_elementwise(struct lm_cu_ctx *c, struct lm_tensor *dst)
     default: return LM_ERR_UNSUPPORTED;
     }
     return lm_cu_launch_status(lm_op_name(dst->op));
+}
+
+lm_status lm_cu_op_fused_elementwise(struct lm_cu_ctx *c, enum lm_fuse kind, struct lm_tensor *a, struct lm_tensor *b)
+{
+    const struct lm_tensor *x = a->src[0], *o = b->src[1];
+    if (lm_nelements(b) == 0)
+        return LM_OK;
+    if (kind == LM_FUSE_RMS_NORM_MUL) {
+        const int64_t nrows = lm_nrows(x);
+        k_norm<true, true><<<row_grid(nrows), row_threads(x->ne[0]), 0, c->stream>>>(
+            (const char *)x->data, lm_cu_shape_of(x), (char *)a->data, lm_cu_shape_of(a), nrows, lm_get_op_f32(a, 0),
+            (const float *)o->data, (char *)b->data, lm_cu_shape_of(b));
+        return lm_cu_launch_status("rms_norm + mul");
+    }
+    if (kind != LM_FUSE_SILU_MUL)
+        return LM_ERR_UNSUPPORTED;
+    const int64_t n = lm_nelements(b);
+    k_silu_mul<<<lm_cu_grid(n, LM_CU_ELEM_THREADS), LM_CU_ELEM_THREADS, 0, c->stream>>>(
+        (const char *)x->data, lm_cu_shape_of(x), (const char *)o->data, lm_cu_shape_of(o), (char *)a->data,
+        lm_cu_shape_of(a), (char *)b->data, lm_cu_shape_of(b), n, lm_cu_narrow(n));
+    return lm_cu_launch_status("silu + mul");
 }

@@ -152,6 +152,11 @@ struct mm_args {
     int64_t K, M, N, n2, n_slices;
     int64_t r2, r3;       /* MUL_MAT: b.ne[2] / a.ne[2], b.ne[3] / a.ne[3] */
     int64_t n_expert, b1; /* MUL_MAT_ID: a.ne[2], b.ne[1] */
+    /* a fused ADD (MUL_MAT only; dst contiguous): dst2 = dst + add, dst2 laid
+     * out as dst, add too or (add_row) one row of M broadcast */
+    float *dst2;
+    const float *add;
+    bool add_row;
 };
 
 /* A slice's weights (row 0), first activation column and output column 0. */
@@ -180,10 +185,13 @@ static __device__ __forceinline__ mm_slice mm_resolve(const mm_args &p, int64_t 
     return s;
 }
 
-/* Sum acc over the block and write rows m0 .. m0 + nrows, columns < ncols. */
-template <int R, int NC>
-static __device__ __forceinline__ void mm_store(float (&acc)[R][NC], float (*red)[R * NC], float *dst, int64_t m0,
-                                                int nrows, int ncols, int64_t d_s1)
+/* Sum acc over the block and write rows m0 .. m0 + nrows, columns < ncols
+ * of the slice at dst, and with ADD those of a fused ADD (p.dst2: the sum
+ * plus its addend, rounded once as the ADD kernel rounds it; instances
+ * of their own, so the others keep their registers). */
+template <int R, int NC, bool ADD>
+static __device__ __forceinline__ void mm_store(float (&acc)[R][NC], float (*red)[R * NC], const mm_args &p,
+                                                float *dst, int64_t m0, int nrows, int ncols)
 {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 #pragma unroll
@@ -202,7 +210,12 @@ static __device__ __forceinline__ void mm_store(float (&acc)[R][NC], float (*red
 #pragma unroll
             for (int w = 0; w < MV_WARPS; w++)
                 s += red[w][threadIdx.x];
-            dst[m0 + rr + c * d_s1] = s;
+            const int64_t o = m0 + rr + c * p.d_s1;
+            dst[o] = s;
+            if constexpr (ADD) {
+                const int64_t at = dst - p.dst + o;
+                p.dst2[at] = __fadd_rn(s, p.add[p.add_row ? m0 + rr : at]);
+            }
         }
     }
     __syncthreads();
@@ -284,7 +297,8 @@ static __device__ __forceinline__ void mv_quant_tile(const uint8_t (*tile)[mm_ti
 /* Quantized weights: rows m0 .. m0 + R of each slice times its NC columns
  * (ncols = p.N <= NC used). Thread t decodes unit t % UPB of block t / UPB
  * of the tile; b must have 16-byte aligned contiguous columns. */
-template <int T, int NC, int R> static __global__ void __launch_bounds__(MV_THREADS) k_mv_quant(const mm_args p)
+template <int T, int NC, int R, bool ADD = false>
+static __global__ void __launch_bounds__(MV_THREADS) k_mv_quant(const mm_args p)
 {
     using Q = dq<T>;
     using TL = mm_tile<T>;
@@ -327,7 +341,7 @@ template <int T, int NC, int R> static __global__ void __launch_bounds__(MV_THRE
                 mv_quant_tile<T, NC, R>(tile[t & 1], row, kb, ib, j, bc, acc);
             __syncthreads(); /* buffer t & 1 is free to be refilled with tile t + 2 */
         }
-        mm_store<R, NC>(acc, red, s.dst, m0, nrows, ncols, p.d_s1);
+        mm_store<R, NC, ADD>(acc, red, p, s.dst, m0, nrows, ncols);
     }
 }
 
@@ -368,7 +382,7 @@ template <int T> static __device__ __forceinline__ void fl_load8(const uint8_t *
 /* Float weights: as k_mv_quant without tiles. VEC: K % 8 == 0, rows and b
  * columns 16-byte aligned, b contiguous along K; otherwise element loads with
  * b's stride b_s0. */
-template <int T, int NC, int R, bool VEC>
+template <int T, int NC, int R, bool VEC, bool ADD = false>
 static __global__ void __launch_bounds__(MV_THREADS) k_mv_float(const mm_args p)
 {
     __shared__ float red[MV_WARPS][R * NC];
@@ -424,7 +438,7 @@ static __global__ void __launch_bounds__(MV_THREADS) k_mv_float(const mm_args p)
                 }
             }
         }
-        mm_store<R, NC>(acc, red, s.dst, m0, nrows, ncols, p.d_s1);
+        mm_store<R, NC, ADD>(acc, red, p, s.dst, m0, nrows, ncols);
     }
 }
 
@@ -615,6 +629,10 @@ static dim3 mv_grid(const mm_args &p, int rows)
 
 template <int T> static void launch_mv_quant(const mm_args &p, int nc, cudaStream_t st)
 {
+    if (p.dst2) { /* a fused ADD: one column (lm_cu_mul_mat_add_ok) */
+        k_mv_quant<T, 1, rows_for<1>(), true><<<mv_grid(p, rows_for<1>()), MV_THREADS, 0, st>>>(p);
+        return;
+    }
     switch (nc) {
     case 1: k_mv_quant<T, 1, rows_for<1>()><<<mv_grid(p, rows_for<1>()), MV_THREADS, 0, st>>>(p); break;
     case 2: k_mv_quant<T, 2, rows_for<2>()><<<mv_grid(p, rows_for<2>()), MV_THREADS, 0, st>>>(p); break;
@@ -625,6 +643,10 @@ template <int T> static void launch_mv_quant(const mm_args &p, int nc, cudaStrea
 
 template <int T, bool VEC> static void launch_mv_float(const mm_args &p, int nc, cudaStream_t st)
 {
+    if (p.dst2) { /* a fused ADD: one column (lm_cu_mul_mat_add_ok) */
+        k_mv_float<T, 1, rows_for<1>(), VEC, true><<<mv_grid(p, rows_for<1>()), MV_THREADS, 0, st>>>(p);
+        return;
+    }
     switch (nc) {
     case 1: k_mv_float<T, 1, rows_for<1>(), VEC><<<mv_grid(p, rows_for<1>()), MV_THREADS, 0, st>>>(p); break;
     case 2: k_mv_float<T, 2, rows_for<2>(), VEC><<<mv_grid(p, rows_for<2>()), MV_THREADS, 0, st>>>(p); break;
@@ -654,8 +676,10 @@ static void launch_rows_quant(enum lm_type t, const mm_rows_args &p, unsigned gr
 #undef CASE_ROWS
 }
 
-/* MUL_MAT (N <= MV_MAX_N) or MUL_MAT_ID (ids != NULL) by the matvec kernels. */
-static lm_status mul_mat_vec(struct lm_cu_ctx *c, struct lm_tensor *dst, const struct lm_tensor *ids)
+/* MUL_MAT (N <= MV_MAX_N) or MUL_MAT_ID (ids != NULL) by the matvec kernels;
+ * add: a fused ADD of dst and another operand (MUL_MAT only, core/fuse.h). */
+static lm_status mul_mat_vec(struct lm_cu_ctx *c, struct lm_tensor *dst, const struct lm_tensor *ids,
+                             struct lm_tensor *add = nullptr)
 {
     const struct lm_tensor *a = dst->src[0], *b = dst->src[1];
     const enum lm_type t = a->type;
@@ -695,6 +719,12 @@ static lm_status mul_mat_vec(struct lm_cu_ctx *c, struct lm_tensor *dst, const s
         p.d_s1 = (int64_t)dst->nb[1] / 4, p.d_s2 = (int64_t)dst->nb[2] / 4, p.d_s3 = (int64_t)dst->nb[3] / 4;
         p.n2 = b->ne[2], p.n_slices = b->ne[2] * b->ne[3];
         p.r2 = b->ne[2] / a->ne[2], p.r3 = b->ne[3] / a->ne[3];
+        if (add) {
+            const struct lm_tensor *r = lm_fuse_other(dst, add);
+            p.dst2 = (float *)add->data;
+            p.add = (const float *)r->data;
+            p.add_row = !lm_same_shape(r, dst);
+        }
     }
     const int nc = p.N <= 1 ? 1 : p.N <= 2 ? 2 : p.N <= 4 ? 4 : 8;
     switch (t) {
@@ -901,6 +931,18 @@ bool lm_cu_matmul_capturable(const struct lm_tensor *t, bool mmq)
      * tokens) or cuBLAS after a synchronization, or the matvec kernels where grouping cannot run
      * (lm_cu_moe_grouped): only the first is capturable */
     return t->op == LM_OP_MUL_MAT_ID && (t->src[2]->ne[1] <= MV_MAX_N || (mmq && lm_cu_moe_mmq_ok(t)));
+}
+
+bool lm_cu_mul_mat_add_ok(const struct lm_tensor *mm)
+{
+    return mm->op == LM_OP_MUL_MAT && mm->src[1]->ne[1] == 1;
+}
+
+lm_status lm_cu_op_mul_mat_add(struct lm_cu_ctx *c, struct lm_tensor *mm, struct lm_tensor *add)
+{
+    if (lm_nelements(mm) == 0)
+        return LM_OK;
+    return lm_cu_mul_mat_add_ok(mm) ? mul_mat_vec(c, mm, NULL, add) : LM_ERR_UNSUPPORTED;
 }
 
 lm_status lm_cu_op_matmul(struct lm_cu_ctx *c, struct lm_tensor *dst)

@@ -20,7 +20,10 @@
  * run launched at least half its tokens as CUDA graphs, reusing (updating)
  * the executable graph for most and replaying it without a capture for at
  * least half (the kept graph, the same for all 16 tokens), and the second
- * launched none. Then a Q8_0 K and V cache (the persimmon fixture, 64-wide
+ * launched none. Then fused node pairs: stories260K (F32),
+ * llama-2-tiny-random (F16) and its Q4_0 quantization decoded one token at a
+ * time with fusion on (the default) and LAMINA_NO_FUSE: bit-identical
+ * logits, pairs fused only when on. Then a Q8_0 K and V cache (the persimmon fixture, 64-wide
  * heads): with every layer on the GPU (the CUDA attention over a Q8_0 K and
  * Q8_0 V rows), one batch and one token at a time, against the same cache
  * on the CPU within the fixture bound. Then device
@@ -179,58 +182,111 @@ static void test_fixture(const char *name)
     free(ref);
 }
 
+enum { N_TOK = 16 };
+static const llama_token tok16[N_TOK] = {1, 403, 407, 261, 378, 429, 267, 270, 431, 264, 342, 259, 300, 401, 270, 264};
+
+/* model m decoding tok16 one token at a time with env `name` set to value
+ * (NULL: unset) when the context (its backends) is created: the logits into
+ * out [N_TOK * n_vocab], the graph stats' growth into *d. */
+static bool decode_with_env(struct llama_model *m, const char *name, const char *value, float *out,
+                            struct lm_cuda_graph_stats *d)
+{
+    if (value)
+        setenv(name, value, 1);
+    else
+        unsetenv(name);
+    struct lm_cuda_graph_stats before, after;
+    lm_cuda_graph_stats(&before);
+    struct llama_context *ctx = api_ctx(m, 64, 64, true);
+    unsetenv(name);
+    const bool ok = out && ctx && decode(ctx, tok16, N_TOK, 0, 1, out);
+    llama_free(ctx);
+    lm_cuda_graph_stats(&after);
+    d->launched = after.launched - before.launched;
+    d->replayed = after.replayed - before.replayed;
+    d->instantiated = after.instantiated - before.instantiated;
+    d->fallbacks = after.fallbacks - before.fallbacks;
+    d->fused = after.fused - before.fused;
+    return ok;
+}
+
+/* Logits that differ in their bits between a and b (n each). */
+static size_t bits_differ(const float *a, const float *b, size_t n)
+{
+    size_t diff = 0;
+    for (size_t i = 0; i < n; i++)
+        diff += memcmp(&a[i], &b[i], sizeof(float)) != 0;
+    return diff;
+}
+
 /* Decode graphs on and off (LAMINA_CUDA_GRAPHS=0): the same logits bit for bit, and graphs that replay. */
 static void test_graphs(void)
 {
-    enum { N = 16 };
-    const llama_token ids[N] = {1, 403, 407, 261, 378, 429, 267, 270, 431, 264, 342, 259, 300, 401, 270, 264};
     struct llama_model *m = load("models/stories260K.gguf", 99);
     CHECK(m != NULL);
     if (!m)
         return;
-    const size_t n = (size_t)N * llama_n_vocab(m);
+    const size_t n = (size_t)N_TOK * llama_n_vocab(m);
     float *out[2] = {malloc(n * sizeof(float)), malloc(n * sizeof(float))};
     struct lm_cuda_graph_stats st[2];
-    bool ok[2] = {false, false};
-    for (int k = 0; k < 2; k++) {
-        if (k == 0)
-            unsetenv("LAMINA_CUDA_GRAPHS");
-        else
-            setenv("LAMINA_CUDA_GRAPHS", "0", 1);
-        struct lm_cuda_graph_stats before, after;
-        lm_cuda_graph_stats(&before);
-        struct llama_context *ctx = api_ctx(m, 64, 64, true);
-        ok[k] = out[k] && ctx && decode(ctx, ids, N, 0, 1, out[k]);
-        llama_free(ctx);
-        lm_cuda_graph_stats(&after);
-        st[k].launched = after.launched - before.launched;
-        st[k].replayed = after.replayed - before.replayed;
-        st[k].instantiated = after.instantiated - before.instantiated;
-        st[k].fallbacks = after.fallbacks - before.fallbacks;
-    }
-    unsetenv("LAMINA_CUDA_GRAPHS");
+    bool ok[2];
+    ok[0] = decode_with_env(m, "LAMINA_CUDA_GRAPHS", NULL, out[0], &st[0]);
+    ok[1] = decode_with_env(m, "LAMINA_CUDA_GRAPHS", "0", out[1], &st[1]);
     CHECKF(ok[0] && ok[1], "graphs: decode (graphs on %d, off %d)", ok[0], ok[1]);
-    size_t diff = 0;
-    for (size_t i = 0; ok[0] && ok[1] && i < n; i++)
-        diff += memcmp(&out[0][i], &out[1][i], sizeof(float)) != 0;
-    CHECKF(ok[0] && ok[1] && diff == 0, "graphs: %zu of %zu logits differ from the direct launches", diff, n);
+    const size_t diff = ok[0] && ok[1] ? bits_differ(out[0], out[1], n) : n;
+    CHECKF(diff == 0, "graphs: %zu of %zu logits differ from the direct launches", diff, n);
     /* the first tokens may fall back while the scratch slots grow; updates must carry most tokens */
-    CHECKF(st[0].launched >= N / 2, "graphs: %llu of %d tokens launched as a CUDA graph",
-           (unsigned long long)st[0].launched, N);
-    CHECKF(st[0].instantiated <= N / 4, "graphs: %llu instantiations for %llu launches (updates fail?)",
+    CHECKF(st[0].launched >= N_TOK / 2, "graphs: %llu of %d tokens launched as a CUDA graph",
+           (unsigned long long)st[0].launched, N_TOK);
+    CHECKF(st[0].instantiated <= N_TOK / 4, "graphs: %llu instantiations for %llu launches (updates fail?)",
            (unsigned long long)st[0].instantiated, (unsigned long long)st[0].launched);
-    CHECKF(st[0].replayed >= N / 2, "graphs: %llu of %d tokens replayed without a capture",
-           (unsigned long long)st[0].replayed, N);
+    CHECKF(st[0].replayed >= N_TOK / 2, "graphs: %llu of %d tokens replayed without a capture",
+           (unsigned long long)st[0].replayed, N_TOK);
     CHECKF(st[1].launched == 0 && st[1].instantiated == 0 && st[1].fallbacks == 0,
            "graphs: LAMINA_CUDA_GRAPHS=0 still captured (%llu launched)", (unsigned long long)st[1].launched);
     printf("CUDA graphs, %d tokens one at a time: %llu launched (%llu replayed), %llu instantiated, %llu fallbacks; "
            "%zu logits differ with LAMINA_CUDA_GRAPHS=0\n",
-           N, (unsigned long long)st[0].launched, (unsigned long long)st[0].replayed,
-           (unsigned long long)st[0].instantiated,
-           (unsigned long long)st[0].fallbacks, diff);
+           N_TOK, (unsigned long long)st[0].launched, (unsigned long long)st[0].replayed,
+           (unsigned long long)st[0].instantiated, (unsigned long long)st[0].fallbacks, diff);
     free(out[0]);
     free(out[1]);
     llama_free_model(m);
+}
+
+/* Fused node pairs (core/fuse.h) on and off (LAMINA_NO_FUSE): the same
+ * logits bit for bit, decoding one token at a time with every layer on the
+ * GPU (so each layer's norms, SwiGLU and residual adds fuse), for F32, F16
+ * and Q4_0 weights (the matvec kernels' fused instances per type). */
+static void test_fusion(void)
+{
+    const char *q4 = api_tmp_path("tiny-q4_0.gguf");
+    llama_model_quantize_params qp = llama_model_quantize_default_params();
+    qp.ftype = LLAMA_FTYPE_MOSTLY_Q4_0;
+    CHECK(llama_model_quantize(lm_test_shared("models/llama-2-tiny-random.gguf"), q4, &qp) == 0);
+    const char *paths[3] = {"models/stories260K.gguf", "models/llama-2-tiny-random.gguf", q4};
+    for (int k = 0; k < 3; k++) {
+        struct llama_model_params mp = llama_model_default_params();
+        mp.n_gpu_layers = 99;
+        struct llama_model *m = llama_load_model_from_file(k < 2 ? lm_test_shared(paths[k]) : paths[k], mp);
+        CHECKF(m != NULL, "fusion: load %s", paths[k]);
+        if (!m)
+            continue;
+        const size_t n = (size_t)N_TOK * llama_n_vocab(m);
+        float *on = malloc(n * sizeof(float)), *off = malloc(n * sizeof(float));
+        struct lm_cuda_graph_stats s_on, s_off;
+        const bool ok = decode_with_env(m, "LAMINA_NO_FUSE", NULL, on, &s_on) &&
+                        decode_with_env(m, "LAMINA_NO_FUSE", "1", off, &s_off);
+        const size_t diff = ok ? bits_differ(on, off, n) : n;
+        CHECKF(ok && diff == 0, "fusion: %s: %zu of %zu logits differ with LAMINA_NO_FUSE", paths[k], diff, n);
+        CHECKF(s_on.fused > 0 && s_off.fused == 0, "fusion: %s: %llu pairs fused, %llu with LAMINA_NO_FUSE",
+               paths[k], (unsigned long long)s_on.fused, (unsigned long long)s_off.fused);
+        printf("fused pairs, %s, %d tokens: %llu fused launches; %zu logits differ with LAMINA_NO_FUSE\n", paths[k],
+               N_TOK, (unsigned long long)s_on.fused, diff);
+        free(on);
+        free(off);
+        llama_free_model(m);
+    }
+    remove(q4);
 }
 
 /* ids[0..N_IDS) in one batch (step N_IDS) or one at a time on a fresh
@@ -316,6 +372,7 @@ int main(void)
     for (int i = 0; i < api_n_arch_fixtures; i++)
         test_fixture(api_arch_fixtures[i]);
     test_graphs();
+    test_fusion();
     test_q8_cache();
     test_out_of_memory();
     return lm_test_summary();

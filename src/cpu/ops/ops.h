@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "core/fp16.h"
+#include "core/fuse.h"
 #include "core/tensor.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu/threadpool.h"
@@ -209,11 +210,11 @@ static inline float lm_cpu_load_f32(enum lm_type t, const void *p)
 
 /* ---- fused node pairs (fuse.c) ---- */
 
-enum lm_cpu_fuse { LM_FUSE_NONE = 0, LM_FUSE_RMS_NORM_MUL, LM_FUSE_SILU_MUL };
-/* Whether node b right after node a can be computed together with it. */
-enum lm_cpu_fuse lm_cpu_fuse_match(const struct lm_tensor *a, const struct lm_tensor *b);
+/* The pair node a then node b make when the CPU computes it fused (core/fuse.h's
+ * RMS_NORM_MUL and SILU_MUL), else LM_FUSE_NONE. */
+enum lm_fuse lm_cpu_fuse_match(const struct lm_tensor *a, const struct lm_tensor *b);
 /* Compute a and b (a matched pair) on this thread's rows. */
-void lm_cpu_op_fused(const struct lm_cpu_params *p, enum lm_cpu_fuse kind, struct lm_tensor *a, struct lm_tensor *b);
+void lm_cpu_op_fused(const struct lm_cpu_params *p, enum lm_fuse kind, struct lm_tensor *a, struct lm_tensor *b);
 /* False when LAMINA_NO_FUSE is set in the environment (for comparisons). */
 bool lm_cpu_fuse_enabled(void);
 
