@@ -188,7 +188,8 @@ static bool check_splits(struct llama_model *lm, const char *path, int main_gpu)
 /* ---- one model ---- */
 
 
-static const float half[2] = {1.0f, 1.0f}, three_one[2] = {3.0f, 1.0f};
+/* tensor_split arrays have one proportion per possible GPU (llama.h) */
+static const float half[LLAMA_MAX_DEVICES] = {1.0f, 1.0f}, three_one[LLAMA_MAX_DEVICES] = {3.0f, 1.0f};
 
 /* max |x| over n values */
 static double max_abs(const float *x, size_t n)
@@ -337,8 +338,10 @@ static void test_imatrix(const char *path)
 
 int main(void)
 {
-    api_test_init();
+    /* before llama_backend_init: the fakes are GPUs 0 and 1 (devices 1 and
+     * 2 of every plan) even where a real GPU registers after them */
     register_fakes();
+    api_test_init();
     const char *stories = lm_test_shared("models/stories260K.gguf");
     llama_token ids[N_IDS];
     for (int i = 0; i < N_IDS; i++)
