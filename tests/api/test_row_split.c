@@ -26,7 +26,8 @@
  *   7. (stories260K) a weight rewritten through lm_weight_set (LoRA's path)
  *      on the split and the whole model: the same new logits;
  *   8. (stories260K) the importance matrix collected on the split model is
- *      the whole model's (each weight counted once, the same sums).
+ *      the whole model's (each weight counted once, the same sums);
+ *   9. a negative or NaN share, or a main_gpu past the GPUs: no model.
  */
 #include <math.h>
 #include <stdio.h>
@@ -294,6 +295,28 @@ static void test_weight_set(const char *path, const llama_token *ids)
     llama_free_model(mw);
 }
 
+/* Bad placements are refused with an error, never a crash: a negative or
+ * NaN share, a main_gpu past the GPUs. */
+static void test_bad_params(const char *path)
+{
+    static const float negative[LLAMA_MAX_DEVICES] = {-1.0f, 1.0f}, nan_share[LLAMA_MAX_DEVICES] = {NAN, 1.0f};
+    struct llama_model_params mp = llama_model_default_params();
+    mp.n_gpu_layers = 99;
+    mp.split_mode = LLAMA_SPLIT_ROW;
+    const float *bad[2] = {negative, nan_share};
+    for (int k = 0; k < 2; k++) {
+        mp.tensor_split = bad[k];
+        struct llama_model *m = llama_load_model_from_file(path, mp);
+        CHECKF(m == NULL, "ROW with a bad share %d loaded", k);
+        llama_free_model(m);
+    }
+    mp.tensor_split = NULL;
+    mp.main_gpu = 7;
+    struct llama_model *m = llama_load_model_from_file(path, mp);
+    CHECKF(m == NULL, "ROW with main_gpu 7 of 2 GPUs loaded");
+    llama_free_model(m);
+}
+
 /* The importance matrix of 24 tokens (imatrix_api.h) on model m. */
 static struct lm_imatrix *collect(struct llama_model *m)
 {
@@ -349,6 +372,7 @@ int main(void)
     test_model("stories260K", stories, ids, true);
     test_weight_set(stories, ids);
     test_imatrix(stories);
+    test_bad_params(stories);
     for (int k = 0; k < api_n_arch_fixtures; k++) {
         const char *name = api_arch_fixtures[k];
         char rel[128];
