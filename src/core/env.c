@@ -66,7 +66,7 @@ static const struct lm_env_switch table[LM_ENV_COUNT] = {
             .kind = LM_ENV_FLAG_SET,
             .def = 0,
             .meaning = "the CPU executor and CUDA backends compute the node pairs of core/fuse.h (RMS_NORM+MUL, "
-                       "SILU+MUL; CUDA also a one-column MUL_MAT+ADD) as separate nodes",
+                       "SILU+MUL; CUDA also one-column MUL_MAT+ADD and MUL_MAT+MUL_MAT) as separate nodes",
             .when = "CPU: first graph computed, cached per process (lm_cpu_fuse_set overrides); CUDA: every backend "
                     "creation (each context)",
         },

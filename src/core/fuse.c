@@ -10,6 +10,8 @@ static bool is_row_vector(const struct lm_tensor *w, int64_t n)
 
 const struct lm_tensor *lm_fuse_other(const struct lm_tensor *a, const struct lm_tensor *b)
 {
+    if (b->op == LM_OP_MUL_MAT) /* a pair of products: b's weight */
+        return b->src[0];
     return b->src[0] == a ? b->src[1] : b->src[0];
 }
 
@@ -30,6 +32,14 @@ enum lm_fuse lm_fuse_match(const struct lm_tensor *a, const struct lm_tensor *b)
         if (lm_is_contiguous(a) && lm_is_contiguous(b) && lm_same_shape(a, b) && f32_rows(r) &&
             ((lm_same_shape(r, a) && lm_is_contiguous(r)) || is_row_vector(r, a->ne[0])))
             return LM_FUSE_MUL_MAT_ADD;
+    }
+    if (a->op == LM_OP_MUL_MAT && b->op == LM_OP_MUL_MAT && b->src[1] == a->src[1] && b->src[0] != a) {
+        const struct lm_tensor *wa = a->src[0], *wb = b->src[0];
+        bool same = wa->type == wb->type && lm_same_shape(wa, wb);
+        for (int d = 0; d < 4 && same; d++)
+            same = wa->nb[d] == wb->nb[d];
+        if (same && lm_is_contiguous(a) && lm_is_contiguous(b))
+            return LM_FUSE_MUL_MAT_PAIR;
     }
     return LM_FUSE_NONE;
 }

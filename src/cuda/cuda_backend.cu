@@ -533,7 +533,10 @@ static enum lm_fuse fused_pair(const struct lm_cu_ctx *c, const struct lm_tensor
     if (!c->fuse || !next || !launches(next) || !supports(c, next) || !next->data || !lm_sources_have_data(next))
         return LM_FUSE_NONE;
     const enum lm_fuse kind = lm_fuse_match(t, next);
-    return kind == LM_FUSE_MUL_MAT_ADD && !lm_cu_mul_mat_add_ok(t) ? LM_FUSE_NONE : kind;
+    if ((kind == LM_FUSE_MUL_MAT_ADD && !lm_cu_mul_mat_add_ok(t)) ||
+        (kind == LM_FUSE_MUL_MAT_PAIR && !lm_cu_mul_mat_pair_ok(t, next)))
+        return LM_FUSE_NONE;
+    return kind;
 }
 
 /* Launches every node of g on c->stream in order, without synchronizing. quiet (a capture): a failing node is
@@ -565,8 +568,9 @@ static lm_status launch_nodes(struct lm_cu_backend *b, struct lm_graph *g, bool 
         if (kind == LM_FUSE_NONE) {
             st = f->run(c, t);
         } else {
-            st = kind == LM_FUSE_MUL_MAT_ADD ? lm_cu_op_mul_mat_add(c, t, next)
-                                             : lm_cu_op_fused_elementwise(c, kind, t, next);
+            st = kind == LM_FUSE_MUL_MAT_ADD    ? lm_cu_op_mul_mat_add(c, t, next)
+                 : kind == LM_FUSE_MUL_MAT_PAIR ? lm_cu_op_mul_mat_pair(c, t, next)
+                                                : lm_cu_op_fused_elementwise(c, kind, t, next);
             n_fused++;
             i++;
         }

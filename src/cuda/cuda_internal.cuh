@@ -139,6 +139,11 @@ bool lm_cu_matmul_capturable(const struct lm_tensor *t, bool mmq);
  * the bits of the ADD launched apart). */
 bool lm_cu_mul_mat_add_ok(const struct lm_tensor *mm);
 lm_status lm_cu_op_mul_mat_add(struct lm_cu_ctx *c, struct lm_tensor *mm, struct lm_tensor *add);
+/* A fused pair of products of one activation column (core/fuse.h's
+ * MUL_MAT_PAIR) in one matvec launch: a one-column product whose weights
+ * both lie where the kernels read them in place. */
+bool lm_cu_mul_mat_pair_ok(const struct lm_tensor *a, const struct lm_tensor *b);
+lm_status lm_cu_op_mul_mat_pair(struct lm_cu_ctx *c, struct lm_tensor *a, struct lm_tensor *b);
 
 /* ops_attn.cu: ATTN */
 bool lm_cu_supports_attn(const struct lm_cu_limits *lim, const struct lm_tensor *t);

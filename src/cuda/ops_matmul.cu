@@ -157,6 +157,10 @@ struct mm_args {
     float *dst2;
     const float *add;
     bool add_row;
+    /* a fused second product (one slice): blockIdx.y 1 multiplies a2 (laid
+     * out as a) into dst_b (laid out as dst) */
+    const uint8_t *a2;
+    float *dst_b;
 };
 
 /* A slice's weights (row 0), first activation column and output column 0. */
@@ -182,6 +186,17 @@ static __device__ __forceinline__ mm_slice mm_resolve(const mm_args &p, int64_t 
         s.b = p.b + i2 * p.b_s2 + i3 * p.b_s3;
     }
     s.dst = p.dst + i2 * p.d_s2 + i3 * p.d_s3;
+    return s;
+}
+
+/* A fused pair's second product (PAIR, blockIdx.y 1; one slice): its weights
+ * and output instead of the first's. */
+template <bool PAIR> static __device__ __forceinline__ mm_slice mm_pick(const mm_args &p, mm_slice s)
+{
+    if (PAIR && blockIdx.y == 1) {
+        s.a = p.a2;
+        s.dst = p.dst_b;
+    }
     return s;
 }
 
@@ -297,7 +312,7 @@ static __device__ __forceinline__ void mv_quant_tile(const uint8_t (*tile)[mm_ti
 /* Quantized weights: rows m0 .. m0 + R of each slice times its NC columns
  * (ncols = p.N <= NC used). Thread t decodes unit t % UPB of block t / UPB
  * of the tile; b must have 16-byte aligned contiguous columns. */
-template <int T, int NC, int R, bool ADD = false>
+template <int T, int NC, int R, bool ADD = false, bool PAIR = false>
 static __global__ void __launch_bounds__(MV_THREADS) k_mv_quant(const mm_args p)
 {
     using Q = dq<T>;
@@ -307,8 +322,8 @@ static __global__ void __launch_bounds__(MV_THREADS) k_mv_quant(const mm_args p)
     const int ib = threadIdx.x / Q::UPB, j = threadIdx.x % Q::UPB;
     const int64_t m0 = (int64_t)blockIdx.x * R, nblk = p.K / Q::QK;
     const int nrows = (int)(p.M - m0 < R ? p.M - m0 : R), ncols = (int)p.N;
-    for (int64_t y = blockIdx.y; y < p.n_slices; y += gridDim.y) {
-        const mm_slice s = mm_resolve(p, y);
+    for (int64_t y = PAIR ? 0 : blockIdx.y; y < p.n_slices; y += PAIR ? p.n_slices : gridDim.y) {
+        const mm_slice s = mm_pick<PAIR>(p, mm_resolve(p, y));
         if (s.zero) {
             mm_zero<R, NC>(s.dst, m0, nrows, ncols, p.d_s1);
             continue;
@@ -382,14 +397,14 @@ template <int T> static __device__ __forceinline__ void fl_load8(const uint8_t *
 /* Float weights: as k_mv_quant without tiles. VEC: K % 8 == 0, rows and b
  * columns 16-byte aligned, b contiguous along K; otherwise element loads with
  * b's stride b_s0. */
-template <int T, int NC, int R, bool VEC, bool ADD = false>
+template <int T, int NC, int R, bool VEC, bool ADD = false, bool PAIR = false>
 static __global__ void __launch_bounds__(MV_THREADS) k_mv_float(const mm_args p)
 {
     __shared__ float red[MV_WARPS][R * NC];
     const int64_t m0 = (int64_t)blockIdx.x * R;
     const int nrows = (int)(p.M - m0 < R ? p.M - m0 : R), ncols = (int)p.N;
-    for (int64_t y = blockIdx.y; y < p.n_slices; y += gridDim.y) {
-        const mm_slice s = mm_resolve(p, y);
+    for (int64_t y = PAIR ? 0 : blockIdx.y; y < p.n_slices; y += PAIR ? p.n_slices : gridDim.y) {
+        const mm_slice s = mm_pick<PAIR>(p, mm_resolve(p, y));
         if (s.zero) {
             mm_zero<R, NC>(s.dst, m0, nrows, ncols, p.d_s1);
             continue;
@@ -579,12 +594,19 @@ static bool aligned_rows(const struct lm_tensor *t, size_t align)
 /* b's columns can be read with float4 loads as they are. */
 static bool act_vec_ok(const struct lm_tensor *b) { return b->nb[0] == sizeof(float) && aligned_rows(b, 16); }
 
-lm_status lm_cu_weights_of(struct lm_cu_ctx *c, const struct lm_tensor *a, mm_weights *w)
+/* Weights the matvec kernels read where they are: float rows, or block rows
+ * aligned to their block size (else lm_cu_weights_of packs them). */
+static bool weights_in_place(const struct lm_tensor *a)
 {
     size_t align = 16; /* gcd(block bytes, 16) */
     while (lm_type_size(a->type) % align)
         align /= 2;
-    if (lm_op_float_type(a->type) || aligned_rows(a, align)) {
+    return lm_op_float_type(a->type) || aligned_rows(a, align);
+}
+
+lm_status lm_cu_weights_of(struct lm_cu_ctx *c, const struct lm_tensor *a, mm_weights *w)
+{
+    if (weights_in_place(a)) {
         *w = {(const uint8_t *)a->data, (int64_t)a->nb[1], (int64_t)a->nb[2], (int64_t)a->nb[3]};
         return LM_OK;
     }
@@ -633,6 +655,10 @@ template <int T> static void launch_mv_quant(const mm_args &p, int nc, cudaStrea
         k_mv_quant<T, 1, rows_for<1>(), true><<<mv_grid(p, rows_for<1>()), MV_THREADS, 0, st>>>(p);
         return;
     }
+    if (p.a2) { /* a fused pair: one column, one slice, blockIdx.y picks the product */
+        k_mv_quant<T, 1, rows_for<1>(), false, true><<<dim3(lm_cu_blocks(p.M, rows_for<1>()), 2), MV_THREADS, 0, st>>>(p);
+        return;
+    }
     switch (nc) {
     case 1: k_mv_quant<T, 1, rows_for<1>()><<<mv_grid(p, rows_for<1>()), MV_THREADS, 0, st>>>(p); break;
     case 2: k_mv_quant<T, 2, rows_for<2>()><<<mv_grid(p, rows_for<2>()), MV_THREADS, 0, st>>>(p); break;
@@ -645,6 +671,11 @@ template <int T, bool VEC> static void launch_mv_float(const mm_args &p, int nc,
 {
     if (p.dst2) { /* a fused ADD: one column (lm_cu_mul_mat_add_ok) */
         k_mv_float<T, 1, rows_for<1>(), VEC, true><<<mv_grid(p, rows_for<1>()), MV_THREADS, 0, st>>>(p);
+        return;
+    }
+    if (p.a2) { /* a fused pair: one column, one slice, blockIdx.y picks the product */
+        k_mv_float<T, 1, rows_for<1>(), VEC, false, true>
+            <<<dim3(lm_cu_blocks(p.M, rows_for<1>()), 2), MV_THREADS, 0, st>>>(p);
         return;
     }
     switch (nc) {
@@ -679,7 +710,7 @@ static void launch_rows_quant(enum lm_type t, const mm_rows_args &p, unsigned gr
 /* MUL_MAT (N <= MV_MAX_N) or MUL_MAT_ID (ids != NULL) by the matvec kernels;
  * add: a fused ADD of dst and another operand (MUL_MAT only, core/fuse.h). */
 static lm_status mul_mat_vec(struct lm_cu_ctx *c, struct lm_tensor *dst, const struct lm_tensor *ids,
-                             struct lm_tensor *add = nullptr)
+                             struct lm_tensor *add = nullptr, struct lm_tensor *second = nullptr)
 {
     const struct lm_tensor *a = dst->src[0], *b = dst->src[1];
     const enum lm_type t = a->type;
@@ -724,6 +755,10 @@ static lm_status mul_mat_vec(struct lm_cu_ctx *c, struct lm_tensor *dst, const s
             p.dst2 = (float *)add->data;
             p.add = (const float *)r->data;
             p.add_row = !lm_same_shape(r, dst);
+        }
+        if (second) { /* its weights are read in place, as dst's (lm_cu_mul_mat_pair_ok) */
+            p.a2 = (const uint8_t *)second->src[0]->data;
+            p.dst_b = (float *)second->data;
         }
     }
     const int nc = p.N <= 1 ? 1 : p.N <= 2 ? 2 : p.N <= 4 ? 4 : 8;
@@ -936,6 +971,20 @@ bool lm_cu_matmul_capturable(const struct lm_tensor *t, bool mmq)
 bool lm_cu_mul_mat_add_ok(const struct lm_tensor *mm)
 {
     return mm->op == LM_OP_MUL_MAT && mm->src[1]->ne[1] == 1;
+}
+
+bool lm_cu_mul_mat_pair_ok(const struct lm_tensor *a, const struct lm_tensor *b)
+{
+    const struct lm_tensor *x = a->src[1];
+    return lm_cu_mul_mat_add_ok(a) && x->ne[2] == 1 && x->ne[3] == 1 && weights_in_place(a->src[0]) &&
+           weights_in_place(b->src[0]) && aligned_rows(a->src[0], 16) == aligned_rows(b->src[0], 16);
+}
+
+lm_status lm_cu_op_mul_mat_pair(struct lm_cu_ctx *c, struct lm_tensor *a, struct lm_tensor *b)
+{
+    if (lm_nelements(a) == 0)
+        return LM_OK;
+    return lm_cu_mul_mat_pair_ok(a, b) ? mul_mat_vec(c, a, NULL, NULL, b) : LM_ERR_UNSUPPORTED;
 }
 
 lm_status lm_cu_op_mul_mat_add(struct lm_cu_ctx *c, struct lm_tensor *mm, struct lm_tensor *add)

@@ -3,8 +3,9 @@
  * stories260K (F32, with prompts in one batch and token by token) and on
  * llama-2-tiny-random (F16 weights, 32000-token vocabulary). And the pairs
  * core/fuse.h finds in a llama decode graph (the CUDA backend fuses all
- * three kinds): per layer its two norms, the SwiGLU and the two residual
- * adds after a one-column product, plus the output norm. */
+ * four kinds): per layer its two norms, the SwiGLU, the two residual adds
+ * after a one-column product and the up and gate products of the same
+ * activations, plus the output norm. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,6 +70,12 @@ static void test_rule(void)
     CHECK(lm_fuse_match(silu2, lm_mul(ctx, silu2, nw)) == LM_FUSE_NONE);    /* u of another shape */
     CHECK(lm_fuse_match(silu, lm_add(ctx, silu, u)) == LM_FUSE_NONE);
     CHECK(lm_fuse_match(mm, lm_mul(ctx, mm, r)) == LM_FUSE_NONE);
+    struct lm_tensor *w2 = lm_new_tensor_2d(ctx, LM_TYPE_Q4_0, 64, 32), *w8 = lm_new_tensor_2d(ctx, LM_TYPE_Q8_0, 64, 32);
+    struct lm_tensor *w3 = lm_new_tensor_2d(ctx, LM_TYPE_Q4_0, 64, 16);
+    CHECK(lm_fuse_match(mm, lm_mul_mat(ctx, w2, x)) == LM_FUSE_MUL_MAT_PAIR); /* up and gate */
+    CHECK(lm_fuse_match(mm, lm_mul_mat(ctx, w2, u)) == LM_FUSE_NONE);         /* another activation */
+    CHECK(lm_fuse_match(mm, lm_mul_mat(ctx, w8, x)) == LM_FUSE_NONE);         /* another weight type */
+    CHECK(lm_fuse_match(mm, lm_mul_mat(ctx, w3, x)) == LM_FUSE_NONE);         /* another weight shape */
     lm_ctx_free(ctx);
 }
 
@@ -86,7 +93,7 @@ static void test_decode_pairs(struct llama_model *m)
     }
     lm_sched_set_observer(ctx->c->sched, record, observe_none, l);
     CHECK(llama_decode(ctx, llama_batch_get_one(toks, 1, 4, 0)) == 0);
-    int kinds[4] = {0}, launches = 0;
+    int kinds[5] = {0}, launches = 0;
     for (int i = 0; i < l->count; i++)
         launches += l->n[i]->op != LM_OP_NONE && !lm_is_view_op(l->n[i]->op);
     for (int i = 0; i + 1 < l->count; i++) {
@@ -97,11 +104,13 @@ static void test_decode_pairs(struct llama_model *m)
     lm_sched_set_observer(ctx->c->sched, NULL, NULL, NULL);
     const int n_layer = (int)m->m->hp.n_layer;
     CHECKF(kinds[LM_FUSE_RMS_NORM_MUL] == 2 * n_layer + 1 && kinds[LM_FUSE_SILU_MUL] == n_layer &&
-               kinds[LM_FUSE_MUL_MAT_ADD] == 2 * n_layer,
-           "decode graph of %d nodes, %d layers: %d norm, %d swiglu, %d product+add pairs", l->count, n_layer,
-           kinds[LM_FUSE_RMS_NORM_MUL], kinds[LM_FUSE_SILU_MUL], kinds[LM_FUSE_MUL_MAT_ADD]);
-    printf("decode graph: %d nodes, %d computed; %d norm + %d swiglu + %d product+add pairs\n", l->count, launches,
-           kinds[LM_FUSE_RMS_NORM_MUL], kinds[LM_FUSE_SILU_MUL], kinds[LM_FUSE_MUL_MAT_ADD]);
+               kinds[LM_FUSE_MUL_MAT_ADD] == 2 * n_layer && kinds[LM_FUSE_MUL_MAT_PAIR] == n_layer,
+           "decode graph of %d nodes, %d layers: %d norm, %d swiglu, %d product+add, %d product pairs", l->count,
+           n_layer, kinds[LM_FUSE_RMS_NORM_MUL], kinds[LM_FUSE_SILU_MUL], kinds[LM_FUSE_MUL_MAT_ADD],
+           kinds[LM_FUSE_MUL_MAT_PAIR]);
+    printf("decode graph: %d nodes, %d computed; %d norm + %d swiglu + %d product+add + %d product pairs\n", l->count,
+           launches, kinds[LM_FUSE_RMS_NORM_MUL], kinds[LM_FUSE_SILU_MUL], kinds[LM_FUSE_MUL_MAT_ADD],
+           kinds[LM_FUSE_MUL_MAT_PAIR]);
     free(l);
     llama_free(ctx);
 }
