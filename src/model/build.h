@@ -75,6 +75,11 @@ struct lm_tensor *lm_b_norm(struct lm_build *b, struct lm_tensor *x, struct lm_t
  * weight cut into row slices (model/row_split.h) is one product per slice,
  * joined by CONCAT along the rows. */
 struct lm_tensor *lm_b_lin(struct lm_build *b, struct lm_tensor *w, struct lm_tensor *x, struct lm_tensor *bias);
+/* Put the products k and v (of the same activations) next to each other in
+ * the graph's node order, k first: the K and V projections, so that a
+ * backend fusing adjacent pairs (core/fuse.h: the CUDA backend) computes
+ * them in one launch. Results are the same in any order. */
+void lm_b_adjacent(struct lm_build *b, struct lm_tensor *k, struct lm_tensor *v);
 /* The token embedding plus the learned position embedding m->pos_embd at
  * inp_pos (gpt2, starcoder). */
 struct lm_tensor *lm_b_pos_embd(struct lm_build *b, struct lm_tensor *x);

@@ -81,6 +81,12 @@ struct lm_tensor *lm_b_lin(struct lm_build *b, struct lm_tensor *w, struct lm_te
     return x;
 }
 
+void lm_b_adjacent(struct lm_build *b, struct lm_tensor *k, struct lm_tensor *v)
+{
+    lm_graph_expand(b->graph, k);
+    lm_graph_expand(b->graph, v);
+}
+
 struct lm_tensor *lm_b_pos_embd(struct lm_build *b, struct lm_tensor *x)
 {
     lm_b_inputs_attn(b);
@@ -95,8 +101,9 @@ void lm_b_qkv(struct lm_build *b, const struct lm_layer *l, struct lm_tensor *x,
     const int64_t hk = hp->n_embd_head_k, T = b->n_tokens;
     const int64_t Eq = hk * hp->n_head, Ek = lm_hp_n_embd_k_gqa(hp), Ev = lm_hp_n_embd_v_gqa(hp);
     if (!l->wqkv) {
-        struct lm_tensor *pq = lm_b_lin(b, l->wq, x, l->bq), *pk = lm_b_lin(b, l->wk, x, l->bk);
-        struct lm_tensor *pv = lm_b_lin(b, l->wv, x, l->bv);
+        struct lm_tensor *pk = lm_b_lin(b, l->wk, x, l->bk), *pv = lm_b_lin(b, l->wv, x, l->bv);
+        lm_b_adjacent(b, pk, pv);
+        struct lm_tensor *pq = lm_b_lin(b, l->wq, x, l->bq);
         if (clamp > 0.0f) {
             pq = lm_clamp(ctx, pq, -clamp, clamp);
             pk = lm_clamp(ctx, pk, -clamp, clamp);

@@ -4,8 +4,9 @@
  * llama-2-tiny-random (F16 weights, 32000-token vocabulary). And the pairs
  * core/fuse.h finds in a llama decode graph (the CUDA backend fuses all
  * four kinds): per layer its two norms, the SwiGLU, the two residual adds
- * after a one-column product and the up and gate products of the same
- * activations, plus the output norm. */
+ * after a one-column product and two pairs of products of the same
+ * activations (K with V: lm_b_adjacent; up with gate), plus the output
+ * norm. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,7 +105,7 @@ static void test_decode_pairs(struct llama_model *m)
     lm_sched_set_observer(ctx->c->sched, NULL, NULL, NULL);
     const int n_layer = (int)m->m->hp.n_layer;
     CHECKF(kinds[LM_FUSE_RMS_NORM_MUL] == 2 * n_layer + 1 && kinds[LM_FUSE_SILU_MUL] == n_layer &&
-               kinds[LM_FUSE_MUL_MAT_ADD] == 2 * n_layer && kinds[LM_FUSE_MUL_MAT_PAIR] == n_layer,
+               kinds[LM_FUSE_MUL_MAT_ADD] == 2 * n_layer && kinds[LM_FUSE_MUL_MAT_PAIR] == 2 * n_layer,
            "decode graph of %d nodes, %d layers: %d norm, %d swiglu, %d product+add, %d product pairs", l->count,
            n_layer, kinds[LM_FUSE_RMS_NORM_MUL], kinds[LM_FUSE_SILU_MUL], kinds[LM_FUSE_MUL_MAT_ADD],
            kinds[LM_FUSE_MUL_MAT_PAIR]);

@@ -255,7 +255,7 @@ static void test_graphs(void)
 
 /* Fused node pairs (core/fuse.h) on and off (LAMINA_NO_FUSE): the same
  * logits bit for bit, decoding one token at a time with every layer on the
- * GPU (so each layer's norms, SwiGLU, residual adds and up with gate fuse), for F32, F16
+ * GPU (so each layer's norms, SwiGLU, residual adds, K with V and up with gate fuse), for F32, F16
  * and Q4_0 weights (the matvec kernels' fused instances per type). */
 static void test_fusion(void)
 {

@@ -72,9 +72,9 @@ static struct lm_tensor *build(struct lm_build *b)
     for (uint32_t il = 0; il < hp->n_layer; il++) {
         const struct lm_layer *l = &b->m->layers[il];
         struct lm_tensor *h = lm_b_norm(b, x, l->attn_norm, NULL, LM_NORM_RMS);
+        struct lm_tensor *k = lm_b_lin(b, l->wk, h, l->bk), *v = lm_b_lin(b, l->wv, h, l->bv);
+        lm_b_adjacent(b, k, v);
         struct lm_tensor *q = lm_b_lin(b, l->wq, h, l->bq);
-        struct lm_tensor *k = lm_b_lin(b, l->wk, h, l->bk);
-        struct lm_tensor *v = lm_b_lin(b, l->wv, h, l->bv);
         q = lm_b_rope(b, lm_reshape_3d(ctx, q, hk, hp->n_head, T), (int)hp->n_rot, LM_ROPE_NORMAL);
         k = lm_b_rope(b, lm_reshape_3d(ctx, k, hk, hp->n_head_kv, T), (int)hp->n_rot, LM_ROPE_NORMAL);
         h = lm_b_attn(b, (int)il, q, k, v, l->wo, l->bo, kq_scale);
