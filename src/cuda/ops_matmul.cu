@@ -656,7 +656,8 @@ template <int T> static void launch_mv_quant(const mm_args &p, int nc, cudaStrea
         return;
     }
     if (p.a2) { /* a fused pair: one column, one slice, blockIdx.y picks the product */
-        k_mv_quant<T, 1, rows_for<1>(), false, true><<<dim3(lm_cu_blocks(p.M, rows_for<1>()), 2), MV_THREADS, 0, st>>>(p);
+        k_mv_quant<T, 1, rows_for<1>(), false, true>
+            <<<dim3(lm_cu_blocks(p.M, rows_for<1>()), 2), MV_THREADS, 0, st>>>(p);
         return;
     }
     switch (nc) {

@@ -230,7 +230,8 @@ static lm_status check_pair(const struct lm_model *m, struct lora_pair *p, const
                     wname, (long long)w->ne[0], (long long)w->ne[1], (long long)p->a->ne[0], (long long)p->a->ne[1],
                     (long long)p->b->ne[0], (long long)p->b->ne[1]);
     const struct lm_quant_traits *qt = lm_quant_traits(w->type);
-    if ((!w->data && !lm_row_split_of(m, w)) || !lm_is_contiguous(w) || !qt->to_float || !qt->from_float || qt->needs_imatrix)
+    const bool readable = w->data || lm_row_split_of(m, w); /* whole, or in row slices */
+    if (!readable || !lm_is_contiguous(w) || !qt->to_float || !qt->from_float || qt->needs_imatrix)
         return fail(err, es, LM_ERR_UNSUPPORTED, "weight '%s' of type %s cannot be updated", wname,
                     lm_type_name(w->type));
     if (!base)

@@ -71,7 +71,8 @@ static void test_rule(void)
     CHECK(lm_fuse_match(silu2, lm_mul(ctx, silu2, nw)) == LM_FUSE_NONE);    /* u of another shape */
     CHECK(lm_fuse_match(silu, lm_add(ctx, silu, u)) == LM_FUSE_NONE);
     CHECK(lm_fuse_match(mm, lm_mul(ctx, mm, r)) == LM_FUSE_NONE);
-    struct lm_tensor *w2 = lm_new_tensor_2d(ctx, LM_TYPE_Q4_0, 64, 32), *w8 = lm_new_tensor_2d(ctx, LM_TYPE_Q8_0, 64, 32);
+    struct lm_tensor *w2 = lm_new_tensor_2d(ctx, LM_TYPE_Q4_0, 64, 32);
+    struct lm_tensor *w8 = lm_new_tensor_2d(ctx, LM_TYPE_Q8_0, 64, 32);
     struct lm_tensor *w3 = lm_new_tensor_2d(ctx, LM_TYPE_Q4_0, 64, 16);
     CHECK(lm_fuse_match(mm, lm_mul_mat(ctx, w2, x)) == LM_FUSE_MUL_MAT_PAIR); /* up and gate */
     CHECK(lm_fuse_match(mm, lm_mul_mat(ctx, w2, u)) == LM_FUSE_NONE);         /* another activation */
