@@ -32,7 +32,6 @@
  * Rows differ only by summation order (one-column vs several-column kernels). */
 #define SPLIT_BOUND 1e-4
 
-
 /* Decode ids[0..n) in batches of the given sizes (summing to n) on a fresh
  * context; logits of every position into out [n * n_vocab]. */
 static bool decode_split(struct llama_model *m, const llama_token *ids, int n, const int *sizes, int n_sizes,
@@ -43,19 +42,7 @@ static bool decode_split(struct llama_model *m, const llama_token *ids, int n, c
     bool ok = ctx != NULL;
     int pos = 0;
     for (int s = 0; s < n_sizes && ok; s++) {
-        struct llama_batch b = llama_batch_init(sizes[s], 0, 1);
-        for (int i = 0; i < sizes[s]; i++) {
-            b.token[i] = ids[pos + i];
-            b.pos[i] = pos + i;
-            b.n_seq_id[i] = 1;
-            b.seq_id[i][0] = 0;
-            b.logits[i] = 1;
-        }
-        b.n_tokens = sizes[s];
-        ok = llama_decode(ctx, b) == 0;
-        for (int i = 0; i < sizes[s] && ok; i++)
-            memcpy(out + (size_t)(pos + i) * n_vocab, llama_get_logits_ith(ctx, i), (size_t)n_vocab * sizeof(float));
-        llama_batch_free(b);
+        ok = api_decode_ids(ctx, ids + pos, sizes[s], pos, out + (size_t)pos * n_vocab);
         pos += sizes[s];
     }
     llama_free(ctx);
@@ -79,23 +66,12 @@ static bool decode_shifted(struct llama_model *m, const llama_token *ids, float 
     int n_vocab = llama_n_vocab(m);
     struct llama_context *ctx = api_ctx(m, 512, 512, true);
     bool ok = ctx != NULL;
-    for (int part = 0; part < 2 && ok; part++) {
-        struct llama_batch b = llama_batch_init(6, 0, 1);
-        for (int i = 0; i < 6; i++) {
-            b.token[i] = ids[part * 6 + i];
-            b.pos[i] = part ? 6 + i : 17 + i;
-            b.n_seq_id[i] = 1;
-            b.seq_id[i][0] = 0;
-            b.logits[i] = 1;
-        }
-        b.n_tokens = 6;
-        ok = llama_decode(ctx, b) == 0;
-        for (int i = 0; i < 6 && ok && part; i++)
-            memcpy(out + (size_t)i * n_vocab, llama_get_logits_ith(ctx, i), (size_t)n_vocab * sizeof(float));
-        llama_batch_free(b);
-        if (!part)
-            llama_kv_cache_seq_shift(ctx, 0, 0, -1, -17);
-    }
+    float *first = ok ? malloc((size_t)6 * n_vocab * sizeof(float)) : NULL; /* not compared */
+    ok = first && api_decode_ids(ctx, ids, 6, 17, first);
+    if (ok)
+        llama_kv_cache_seq_shift(ctx, 0, 0, -1, -17);
+    ok = ok && api_decode_ids(ctx, ids + 6, 6, 6, out);
+    free(first);
     llama_free(ctx);
     return ok;
 }
