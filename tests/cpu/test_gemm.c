@@ -689,18 +689,34 @@ static void test_kernels_int(enum lm_type type)
 
 /* ---- gemv_x8 (one column over many groups) against gemm_x8 with nc == 1 ---- */
 
-/* The AVX-512 K-quant gemv_x8 a table leaves out on some CPUs (gemm_avx512.c:
- * Zen 5 takes gemm_x8 per group), tested by name there; NULL for the others. */
-static lm_gemv_fn named_gemv_avx512(enum lm_type type)
+/* Every gemv_x8 of a level by name (a table leaves some out on some CPUs:
+ * Zen 5 takes the K-quants' gemm_x8 per group, Zen 4 every type's and the
+ * AVX2 Q6_K kernel: gemm_avx512.c, init_avx512.c), so that each is tested on
+ * every machine with the level; NULL where the level has none. The BF16
+ * ones are tested by name in test_gemm_float_enc.c. */
+static lm_gemv_fn named_gemv(enum lm_cpu_isa isa, enum lm_type type)
 {
-    switch (type) {
-    case LM_TYPE_Q2_K: return lm_gemv_q2_Kx8_q8_K_avx512;
-    case LM_TYPE_Q3_K: return lm_gemv_q3_Kx8_q8_K_avx512;
-    case LM_TYPE_Q4_K: return lm_gemv_q4_Kx8_q8_K_avx512;
-    case LM_TYPE_Q5_K: return lm_gemv_q5_Kx8_q8_K_avx512;
-    case LM_TYPE_Q6_K: return lm_gemv_q6_Kx8_q8_K_avx512;
-    default: return NULL;
-    }
+    if (isa == LM_ISA_AVX2)
+        switch (type) {
+        case LM_TYPE_Q4_0: return lm_gemv_q4_0x8_q8_0_avx2;
+        case LM_TYPE_Q8_0: return lm_gemv_q8_0x8_q8_0_avx2;
+        case LM_TYPE_Q6_K: return lm_gemv_q6_Kx8_q8_K_avx2;
+        default: return NULL;
+        }
+    if (isa == LM_ISA_AVX512)
+        switch (type) {
+        case LM_TYPE_Q4_0: return lm_gemv_q4_0x8_q8_0_avx512;
+        case LM_TYPE_Q8_0: return lm_gemv_q8_0x8_q8_0_avx512;
+        case LM_TYPE_Q2_K: return lm_gemv_q2_Kx8_q8_K_avx512;
+        case LM_TYPE_Q3_K: return lm_gemv_q3_Kx8_q8_K_avx512;
+        case LM_TYPE_Q4_K: return lm_gemv_q4_Kx8_q8_K_avx512;
+        case LM_TYPE_Q5_K: return lm_gemv_q5_Kx8_q8_K_avx512;
+        case LM_TYPE_Q6_K: return lm_gemv_q6_Kx8_q8_K_avx512;
+        case LM_TYPE_F16: return lm_gemv_f16x8_f32_avx512;
+        case LM_TYPE_F32: return lm_gemv_f32x8_f32_avx512;
+        default: return NULL;
+        }
+    return NULL;
 }
 
 /* G groups of random weights (G = 1..21: every mix of the 8/4/2/1-group
@@ -731,37 +747,38 @@ static int gemv_case(enum lm_type type, int64_t K, int64_t G)
     for (int isa = 0; isa <= (int)lm_cpu_isa_best(); isa++) {
         const struct lm_cpu_kernels *kt = lm_cpu_kernels_for((enum lm_cpu_isa)isa);
         const struct lm_cpu_type_kernels *tk = kt ? &kt->type[type] : NULL;
-        lm_gemv_fn gemv = tk ? tk->gemv_x8 : NULL;
-        if (tk && !gemv && isa == LM_ISA_AVX512)
-            gemv = named_gemv_avx512(type);
-        if (!gemv)
-            continue;
-        CHECK(tk->gemm_x8 != NULL);
-        lm_from_float_fn enc = tk->gemm_from_float ? tk->gemm_from_float : kt->type[tk->gemm_vt].from_float;
-        enc(xf, act, K);
-        if (tk->gemm_sums)
-            for (int64_t b = 0; b < K / LM_QK; b++) {
-                int sum = 0;
-                for (int t = 0; t < LM_QK; t++)
-                    sum += ((const struct lm_block_q8_0 *)act)[b].qs[t];
-                sums[b] = (int16_t)sum;
+        const lm_gemv_fn table = tk ? tk->gemv_x8 : NULL, named = tk ? named_gemv((enum lm_cpu_isa)isa, type) : NULL;
+        for (int which = 0; which < 2; which++) { /* the table's kernel, then the named one where it differs */
+            const lm_gemv_fn gemv = which == 0 ? table : named != table ? named : NULL;
+            if (!gemv)
+                continue;
+            CHECK(tk->gemm_x8 != NULL);
+            lm_from_float_fn enc = tk->gemm_from_float ? tk->gemm_from_float : kt->type[tk->gemm_vt].from_float;
+            enc(xf, act, K);
+            if (tk->gemm_sums)
+                for (int64_t b = 0; b < K / LM_QK; b++) {
+                    int sum = 0;
+                    for (int t = 0; t < LM_QK; t++)
+                        sum += ((const struct lm_block_q8_0 *)act)[b].qs[t];
+                    sums[b] = (int16_t)sum;
+                }
+            for (int64_t i = 0; i < M + 8; i++)
+                got[i] = 1234.5f;
+            gemv(K, G, group, got, packed, act, tk->gemm_sums ? sums : NULL);
+            bool ok = true;
+            for (int64_t g = 0; g < G && ok; g++) {
+                tk->gemm_x8(K, want, 1, packed + (size_t)g * group, act, 0, tk->gemm_sums ? sums : NULL, 1);
+                ok = !memcmp(want, got + g * LM_REPACK_ROWS, sizeof want);
+                CHECKF(ok, "%s %s K%lld G%lld group %lld: gemv_x8 is not gemm_x8's bits", lm_type_name(type),
+                       lm_cpu_isa_name((enum lm_cpu_isa)isa), (long long)K, (long long)G, (long long)g);
             }
-        for (int64_t i = 0; i < M + 8; i++)
-            got[i] = 1234.5f;
-        gemv(K, G, group, got, packed, act, tk->gemm_sums ? sums : NULL);
-        bool ok = true;
-        for (int64_t g = 0; g < G && ok; g++) {
-            tk->gemm_x8(K, want, 1, packed + (size_t)g * group, act, 0, tk->gemm_sums ? sums : NULL, 1);
-            ok = !memcmp(want, got + g * LM_REPACK_ROWS, sizeof want);
-            CHECKF(ok, "%s %s K%lld G%lld group %lld: gemv_x8 is not gemm_x8's bits", lm_type_name(type),
-                   lm_cpu_isa_name((enum lm_cpu_isa)isa), (long long)K, (long long)G, (long long)g);
+            for (int64_t i = M; i < M + 8 && ok; i++) {
+                ok = got[i] == 1234.5f;
+                CHECKF(ok, "%s %s G%lld: gemv_x8 wrote past its groups", lm_type_name(type),
+                       lm_cpu_isa_name((enum lm_cpu_isa)isa), (long long)G);
+            }
+            runs++;
         }
-        for (int64_t i = M; i < M + 8 && ok; i++) {
-            ok = got[i] == 1234.5f;
-            CHECKF(ok, "%s %s G%lld: gemv_x8 wrote past its groups", lm_type_name(type),
-                   lm_cpu_isa_name((enum lm_cpu_isa)isa), (long long)G);
-        }
-        runs++;
     }
     free(plain);
     free(packed);
