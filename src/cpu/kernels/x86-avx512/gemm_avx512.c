@@ -383,8 +383,9 @@ void lm_cpu_gemm_init_avx512_int8(struct lm_cpu_kernels *k)
      * 2 threads, 2026-12-05, gemv_x8 -> gemm_x8 per group: +10.6 %, +11.2 %,
      * +12.3 %, +3.2 %, +24.5 % (Q4_K alone +10.9 %, Q6_K alone +10.6 %); 1
      * thread +6.9 %. Same bits either way (kq_gemv does kq_gemm's operations
-     * per group). Zen 3/4 and Intel keep gemv_x8 (not measured here). The
-     * same choice sets that path's prefetch distance (avx512_util.h). */
+     * per group). Intel keeps gemv_x8; Zen 4 takes no gemv_x8 of any type
+     * (init_avx512.c). The same choice sets that path's prefetch distance
+     * (avx512_util.h). */
     const bool zen5 = lm_cpu_features()->amd && lm_cpu_features()->family >= 26;
     lm_avx512_kq_prefetch_one = zen5 ? 6144 : 1024;
     if (zen5)
