@@ -691,7 +691,7 @@ static void test_kernels_int(enum lm_type type)
 
 /* Every gemv_x8 of a level by name (a table leaves some out on some CPUs:
  * Zen 5 takes the K-quants' gemm_x8 per group, Zen 4 every type's and the
- * AVX2 Q6_K kernel: gemm_avx512.c, init_avx512.c), so that each is tested on
+ * AVX2 Q6_K kernel: init_avx512.c one_column_choices), so that each is tested on
  * every machine with the level; NULL where the level has none. The BF16
  * ones are tested by name in test_gemm_float_enc.c. */
 static lm_gemv_fn named_gemv(enum lm_cpu_isa isa, enum lm_type type)

@@ -43,8 +43,8 @@ static inline __m512i lm_avx512_zero(void)
 
 /* Bytes ahead that the K-quant gemm_x8 prefetches the weights of one column
  * in a burst per super-block (gemm_kquant_avx512.c; Zen 5 runs token
- * generation through it). Set by lm_cpu_gemm_init_avx512_int8 (gemm_avx512.c)
- * with the table's one-column K-quant choice: 1024
+ * generation through it). Set by one_column_choices (init_avx512.c) with
+ * the table's one-column choice: 1024
  * (LM_GEMM_PREFETCH, Sapphire Rapids), 6144 on Zen 5 (AMD family >= 26): a
  * super-block is 18-27 lines, so 1024 is less than one block ahead there.
  * tinyllama Q4_K_M tg128, 2 threads, lamina bench alternated, same minutes,

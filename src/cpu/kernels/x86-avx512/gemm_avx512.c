@@ -376,20 +376,7 @@ void lm_cpu_gemm_init_avx512_int8(struct lm_cpu_kernels *k)
     k->type[LM_TYPE_Q4_K].gemm_x8 = lm_gemm_q4_Kx8_q8_K_avx512;
     k->type[LM_TYPE_Q5_K].gemm_x8 = lm_gemm_q5_Kx8_q8_K_avx512;
     k->type[LM_TYPE_Q6_K].gemm_x8 = lm_gemm_q6_Kx8_q8_K_avx512;
-    /* The K-quant gemv_x8 streams 4 groups at once with its prefetch spread
-     * over the sub-blocks (tuned on Sapphire Rapids). On Zen 5 one group at a
-     * time through gemm_x8 (one stream, the prefetch in a burst per
-     * super-block) is faster: tinyllama Q4_K_M tg, bench_ab in-process A/B,
-     * 2 threads, 2026-12-05, gemv_x8 -> gemm_x8 per group: +10.6 %, +11.2 %,
-     * +12.3 %, +3.2 %, +24.5 % (Q4_K alone +10.9 %, Q6_K alone +10.6 %); 1
-     * thread +6.9 %. Same bits either way (kq_gemv does kq_gemm's operations
-     * per group). Intel keeps gemv_x8; Zen 4 takes no gemv_x8 of any type
-     * (init_avx512.c). The same choice sets that path's prefetch distance
-     * (avx512_util.h). */
-    const bool zen5 = lm_cpu_features()->amd && lm_cpu_features()->family >= 26;
-    lm_avx512_kq_prefetch_one = zen5 ? 6144 : 1024;
-    if (zen5)
-        return;
+    /* (the tables of some CPUs leave gemv_x8 out: init_avx512.c one_column_choices) */
     k->type[LM_TYPE_Q2_K].gemv_x8 = lm_gemv_q2_Kx8_q8_K_avx512;
     k->type[LM_TYPE_Q3_K].gemv_x8 = lm_gemv_q3_Kx8_q8_K_avx512;
     k->type[LM_TYPE_Q4_K].gemv_x8 = lm_gemv_q4_Kx8_q8_K_avx512;

@@ -16,22 +16,36 @@
 bool lm_avx512_prefetch = true;       /* avx512_util.h */
 int lm_avx512_kq_prefetch_one = 1024; /* avx512_util.h */
 
-/* One-column products (token generation) on Zen 4: every type streams its
- * groups one at a time through gemm_x8 (no gemv_x8), Q6_K through the AVX2
- * kernel. The several streams of gemv_x8 (tuned on Sapphire Rapids) lose
- * there, and the AVX-512 Q6_K kernel is compute-bound (zmm runs as two
- * halves): bench_gemm stream 512 2048 (one thread, GB/s, gemv_x8 / gemm_x8
- * per group): Q4_0 21 / 27-29, Q8_0 22.5 / 29-30, F16 25 / 26-28, BF16
- * 22-24 / 28, Q4_K 13 / 26-30, Q6_K 9-10 / 11.5 against the AVX2 kernel's
- * 25; tinyllama tg, 2 threads, bench_ab in-process A/B: Q4_0 +14 %, Q8_0
- * +16 %, F16 +2 %, BF16 +20 %, Q4_K_M +49 %, Q6_K (per group) +26 %. Same
- * bits every way (gemv_x8 is gemm_x8 with one column; the AVX2 K-quant
- * kernels are bit-identical to the AVX-512 ones). */
-static void zen4_one_column(struct lm_cpu_kernels *k)
+/* One-column products (token generation) per CPU; the other CPUs keep the
+ * gemv_x8 of every type (several groups streamed at once, tuned on Sapphire
+ * Rapids). Same bits every way: gemv_x8 is gemm_x8 with one column, and the
+ * AVX2 K-quant kernels are bit-identical to the AVX-512 ones.
+ *
+ * Zen 5 (AMD family >= 26): the K-quants one group at a time through gemm_x8
+ * (one stream, each super-block's lines prefetched in a burst 6 KiB ahead,
+ * avx512_util.h): tinyllama Q4_K_M tg, bench_ab in-process A/B, 2 threads,
+ * 2026-12-05, gemv_x8 -> gemm_x8 per group: +10.6 %, +11.2 %, +12.3 %,
+ * +3.2 %, +24.5 % (Q4_K alone +10.9 %, Q6_K alone +10.6 %); 1 thread +6.9 %.
+ *
+ * Zen 4 (AMD family 25 at this level): every type one group at a time, Q6_K
+ * through the AVX2 kernel. The several streams lose there, and the AVX-512
+ * Q6_K kernel is compute-bound (zmm runs as two halves): bench_gemm stream
+ * 512 2048 (one thread, GB/s, gemv_x8 / gemm_x8 per group): Q4_0 21 / 27-29,
+ * Q8_0 22.5 / 29-30, F16 25 / 26-28, BF16 22-24 / 28, Q4_K 13 / 26-30, Q6_K
+ * 9-10 / 11.5 against the AVX2 kernel's 25; tinyllama tg, 2 threads,
+ * bench_ab in-process A/B: Q4_0 +14 %, Q8_0 +16 %, F16 +2 %, BF16 +20 %,
+ * Q4_K_M +49 %, Q6_K (per group) +26 %. */
+static void one_column_choices(struct lm_cpu_kernels *k, const struct lm_cpu_features *cf)
 {
-    for (int t = 0; t < LM_TYPE_COUNT; t++)
+    const bool zen4 = cf->amd && cf->family == 25, zen5 = cf->amd && cf->family >= 26;
+    lm_avx512_kq_prefetch_one = zen5 ? 6144 : 1024;
+    static const enum lm_type kquants[] = {LM_TYPE_Q2_K, LM_TYPE_Q3_K, LM_TYPE_Q4_K, LM_TYPE_Q5_K, LM_TYPE_Q6_K};
+    for (size_t i = 0; zen5 && i < sizeof kquants / sizeof kquants[0]; i++)
+        k->type[kquants[i]].gemv_x8 = NULL;
+    for (int t = 0; zen4 && t < LM_TYPE_COUNT; t++)
         k->type[t].gemv_x8 = NULL;
-    k->type[LM_TYPE_Q6_K].gemv_x8 = lm_gemv_q6_Kx8_q8_K_avx2;
+    if (zen4)
+        k->type[LM_TYPE_Q6_K].gemv_x8 = lm_gemv_q6_Kx8_q8_K_avx2;
 }
 
 /* Overrides the AVX-512 slots of k (a copy of the AVX2 table). */
@@ -120,6 +134,5 @@ void lm_cpu_kernels_init_avx512(struct lm_cpu_kernels *k)
     q4k->panel_min_n = 16;
     q4k->panel_exact = true;
     lm_cpu_gemm_init_avx512_float(k);
-    if (zen34)
-        zen4_one_column(k);
+    one_column_choices(k, cf);
 }
