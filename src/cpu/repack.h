@@ -119,11 +119,18 @@ struct lm_block_q5_Kx8 {
 };
 _Static_assert(sizeof(struct lm_block_q5_Kx8) == 8 * 176, "q5_Kx8 block size");
 
+/* The codes of sub-block j (ql chunks 2j and 2j+1, then qh chunk j) lie
+ * together, so a kernel walking the sub-blocks in order reads one forward
+ * stream: two streams 1 KiB apart (all ql, then all qh) defeated the
+ * hardware prefetchers on AMD Zen 4 (8-12 GB/s against 28-30 for the same
+ * loads in address order, one thread; docs/kernels.md). */
 struct lm_block_q6_Kx8 {
     lm_fp16 d[LM_REPACK_ROWS];
     int8_t scales[128];
-    uint8_t ql[LM_REPACK_ROWS * 128];
-    uint8_t qh[LM_REPACK_ROWS * 64];
+    struct {
+        uint8_t ql[64]; /* 4-bit code arrays 2j (bytes 0..31) and 2j+1 (32..63) */
+        uint8_t qh[32]; /* 2-bit code array j */
+    } sub[16];
 };
 _Static_assert(sizeof(struct lm_block_q6_Kx8) == 8 * 210, "q6_Kx8 block size");
 

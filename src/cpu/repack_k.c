@@ -152,9 +152,9 @@ static void pack_q6_K_group(const struct lm_block_q6_K *x, int64_t stride, struc
         for (int j = 0; j < 16; j++) {
             const uint8_t *c = code + 16 * j; /* register 4j + u: c[4u + i] */
             for (int i = 0; i < 4; i++) {
-                y->ql[32 * (2 * j) + 4 * r + i] = (uint8_t)((c[i] & 15) | (c[4 + i] & 15) << 4);
-                y->ql[32 * (2 * j + 1) + 4 * r + i] = (uint8_t)((c[8 + i] & 15) | (c[12 + i] & 15) << 4);
-                y->qh[32 * j + 4 * r + i] =
+                y->sub[j].ql[4 * r + i] = (uint8_t)((c[i] & 15) | (c[4 + i] & 15) << 4);
+                y->sub[j].ql[32 + 4 * r + i] = (uint8_t)((c[8 + i] & 15) | (c[12 + i] & 15) << 4);
+                y->sub[j].qh[4 * r + i] =
                     (uint8_t)((c[i] >> 4) | (c[4 + i] >> 4) << 2 | (c[8 + i] >> 4) << 4 | (c[12 + i] >> 4) << 6);
             }
         }
@@ -172,8 +172,8 @@ static void unpack_q6_K_group(const struct lm_block_q6_Kx8 *x, struct lm_block_q
         for (int j = 0; j < 16; j++) {
             uint8_t *c = code + 16 * j;
             for (int i = 0; i < 4; i++) {
-                const uint8_t l0 = x->ql[32 * (2 * j) + 4 * r + i], l1 = x->ql[32 * (2 * j + 1) + 4 * r + i];
-                const uint8_t h = x->qh[32 * j + 4 * r + i];
+                const uint8_t l0 = x->sub[j].ql[4 * r + i], l1 = x->sub[j].ql[32 + 4 * r + i];
+                const uint8_t h = x->sub[j].qh[4 * r + i];
                 c[i] = (uint8_t)((l0 & 15) | (h & 3) << 4);
                 c[4 + i] = (uint8_t)((l0 >> 4) | ((h >> 2) & 3) << 4);
                 c[8 + i] = (uint8_t)((l1 & 15) | ((h >> 4) & 3) << 4);

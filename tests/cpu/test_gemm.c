@@ -690,8 +690,8 @@ static void test_kernels_int(enum lm_type type)
 /* ---- gemv_x8 (one column over many groups) against gemm_x8 with nc == 1 ---- */
 
 /* Every gemv_x8 of a level by name (a table leaves some out on some CPUs:
- * Zen 5 takes the K-quants' gemm_x8 per group, Zen 4 every type's and the
- * AVX2 Q6_K kernel: init_avx512.c one_column_choices), so that each is tested on
+ * Zen 5 takes the K-quants' gemm_x8 per group, Zen 4 every type's:
+ * init_avx512.c one_column_choices), so that each is tested on
  * every machine with the level; NULL where the level has none. The BF16
  * ones are tested by name in test_gemm_float_enc.c. */
 static lm_gemv_fn named_gemv(enum lm_cpu_isa isa, enum lm_type type)
@@ -700,7 +700,6 @@ static lm_gemv_fn named_gemv(enum lm_cpu_isa isa, enum lm_type type)
         switch (type) {
         case LM_TYPE_Q4_0: return lm_gemv_q4_0x8_q8_0_avx2;
         case LM_TYPE_Q8_0: return lm_gemv_q8_0x8_q8_0_avx2;
-        case LM_TYPE_Q6_K: return lm_gemv_q6_Kx8_q8_K_avx2;
         default: return NULL;
         }
     if (isa == LM_ISA_AVX512)

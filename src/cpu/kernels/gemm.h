@@ -38,9 +38,6 @@ void lm_gemm_q5_Kx8_q8_K_avx2(int64_t k, float *s, size_t ldc, const void *x, co
                            const int16_t *ysum, int nc);
 void lm_gemm_q6_Kx8_q8_K_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                            const int16_t *ysum, int nc);
-/* gemv_x8 of Q6_K: the one above with nc == 1, group by group (the AVX-512 table's choice on Zen 4). */
-void lm_gemv_q6_Kx8_q8_K_avx2(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
-                           const int16_t *ysum);
 
 /* Float groups (f16x8, bf16x8, f32x8); ysum is unused. Activation rows: F16
  * for F16 weights (the F16 encoder of the table: gemm_vt F16, the plain

@@ -82,8 +82,8 @@ K4_GEMM(lm_gemm_q5_Kx8_q8_K_generic, lm_block_q5_Kx8, w[b].qh)
 static int q6_code(const struct lm_block_q6_Kx8 *w, int r, int e)
 {
     const int t = e / 4, i = e % 4, j = t / 4, u = t % 4;
-    const int lo = (w->ql[32 * (2 * j + u / 2) + 4 * r + i] >> (4 * (u & 1))) & 15;
-    const int hi = (w->qh[32 * j + 4 * r + i] >> (2 * u)) & 3;
+    const int lo = (w->sub[j].ql[32 * (u / 2) + 4 * r + i] >> (4 * (u & 1))) & 15;
+    const int hi = (w->sub[j].qh[4 * r + i] >> (2 * u)) & 3;
     return lo | hi << 4;
 }
 

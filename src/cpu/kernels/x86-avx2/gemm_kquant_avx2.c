@@ -261,7 +261,7 @@ static inline __attribute__((always_inline)) void k16_unpack(enum k16 t, const v
     const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30), m3 = _mm256_set1_epi8(3);
     if (t == K16_Q6) {
         const struct lm_block_q6_Kx8 *w = wv;
-        const __m256i l0 = load256(w->ql + 64 * j), l1 = load256(w->ql + 64 * j + 32), h = load256(w->qh + 32 * j);
+        const __m256i l0 = load256(w->sub[j].ql), l1 = load256(w->sub[j].ql + 32), h = load256(w->sub[j].qh);
         q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m30));
         q[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
                                _mm256_and_si256(_mm256_slli_epi16(h, 2), m30));
@@ -379,15 +379,3 @@ K16_GEMM(lm_gemm_q2_Kx8_q8_K_avx2, q2k, K16_Q2, lm_block_q2_Kx8, w->dmin)
 K16_GEMM(lm_gemm_q3_Kx8_q8_K_avx2, q3k, K16_Q3, lm_block_q3_Kx8, NULL)
 /* Contract: kernels.h. */
 K16_GEMM(lm_gemm_q6_Kx8_q8_K_avx2, q6k, K16_Q6, lm_block_q6_Kx8, NULL)
-
-/* Contract: kernels.h lm_gemv_fn; gemm_x8 with one column, group by group (one
- * stream, bit for bit). The AVX2 table leaves its slot empty (the matmul loop
- * does the same); the AVX-512 level takes it on Zen 4, where this kernel
- * streams Q6_K twice as fast as the AVX-512 one (init_avx512.c). */
-void lm_gemv_q6_Kx8_q8_K_avx2(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
-                              const int16_t *ysum)
-{
-    for (int64_t g = 0; g < n_groups; g++)
-        lm_gemm_q6_Kx8_q8_K_avx2(k, s + 8 * g, LM_REPACK_ROWS, (const char *)x + (size_t)g * group_bytes, y, 0, ysum,
-                                 1);
-}

@@ -108,10 +108,11 @@ static inline __m512i fold2(__m512i a, __m512i b)
 
 /* Prefetch `bytes` of the group `dist` bytes ahead (0: not at): always for
  * several columns (LM_GEMM_PREFETCH); for one (lm_avx512_kq_prefetch_one),
- * where lm_avx512_prefetch says, except Q6_K,
- * which prefetches on every CPU: its one-column kernel is compute-bound (8-10
- * GB/s per thread) and still gains from it on Zen 4 (8.1 -> 10.0 GB/s,
- * bench_gemm stream), where the other types lose (Q4_K 30.4 -> 23.5). */
+ * where lm_avx512_prefetch says. Q6_K used to prefetch on every CPU: with
+ * its codes in two arrays 1 KiB apart its one-column kernel streamed 8-10
+ * GB/s per thread on Zen 4, which looked compute-bound but was the hardware
+ * prefetchers giving up; the sub-block order of repack.h streams ~23 without
+ * (bench_gemm stream 512 2048, one thread). */
 static inline __attribute__((always_inline)) void prefetch_group(const void *p, int bytes, int dist)
 {
     for (int o = 0; dist && o < bytes; o += 64)
@@ -224,9 +225,9 @@ static inline __attribute__((always_inline)) void k16_unpack(enum kt t, const vo
 {
     if (t == KT_Q6) {
         const struct lm_block_q6_Kx8 *w = wv;
-        const __m512i h = dup8m(w->qh + 32 * j), m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+        const __m512i h = dup8m(w->sub[j].qh), m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
         for (int v = 0; v < 2; v++) { /* codes u = 2v + h: nibble h of ql chunk 2j + v, bits 2u of qh chunk j */
-            const __m512i l = _mm512_and_si512(_mm512_srlv_epi32(dup8m(w->ql + 32 * (2 * j + v)), counts(0, 4)), m4);
+            const __m512i l = _mm512_and_si512(_mm512_srlv_epi32(dup8m(w->sub[j].ql + 32 * v), counts(0, 4)), m4);
             const __m512i hb = _mm512_rolv_epi32(h, v ? counts(0, 30) : counts(4, 2));
             q[v] = _mm512_ternarylogic_epi32(l, hb, m30, 0xF8);
         }
@@ -389,7 +390,7 @@ static inline __attribute__((always_inline)) void kq_gemm(enum kt t, int64_t k, 
     __m512 acc[LM_GEMM_MAX_NC / 2];
     for (int p = 0; p < (nc + 1) / 2; p++)
         acc[p] = _mm512_setzero_ps();
-    const enum kq_pf pf = nc > 1 || t == KT_Q6 || lm_avx512_prefetch ? KQ_PF_BURST : KQ_PF_NONE;
+    const enum kq_pf pf = nc > 1 || lm_avx512_prefetch ? KQ_PF_BURST : KQ_PF_NONE;
     for (int64_t b = 0; b < k / LM_QK_K; b++)
         kq_block(t, (const char *)x + (size_t)b * bw, y, by, b, acc, nc, pf);
     for (int c = 0; c < nc; c++)
@@ -406,7 +407,7 @@ static inline __attribute__((always_inline)) void kq_gemv(enum kt t, const int R
     __m512 acc[8];
     for (int r = 0; r < R; r++)
         acc[r] = _mm512_setzero_ps();
-    const enum kq_pf pf = t == KT_Q6 || lm_avx512_prefetch ? KQ_PF_SPREAD : KQ_PF_NONE;
+    const enum kq_pf pf = lm_avx512_prefetch ? KQ_PF_SPREAD : KQ_PF_NONE;
     for (int64_t b = 0; b < k / LM_QK_K; b++)
         for (int r = 0; r < R; r++)
             kq_block(t, x + (size_t)r * gb + (size_t)b * bw, y, 0, b, &acc[r], 1, pf);

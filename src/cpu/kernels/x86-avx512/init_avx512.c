@@ -27,14 +27,14 @@ int lm_avx512_kq_prefetch_one = 1024; /* avx512_util.h */
  * 2026-12-05, gemv_x8 -> gemm_x8 per group: +10.6 %, +11.2 %, +12.3 %,
  * +3.2 %, +24.5 % (Q4_K alone +10.9 %, Q6_K alone +10.6 %); 1 thread +6.9 %.
  *
- * Zen 4 (AMD family 25 at this level): every type one group at a time, Q6_K
- * through the AVX2 kernel. The several streams lose there, and the AVX-512
- * Q6_K kernel is compute-bound (zmm runs as two halves): bench_gemm stream
- * 512 2048 (one thread, GB/s, gemv_x8 / gemm_x8 per group): Q4_0 21 / 27-29,
- * Q8_0 22.5 / 29-30, F16 25 / 26-28, BF16 22-24 / 28, Q4_K 13 / 26-30, Q6_K
- * 9-10 / 11.5 against the AVX2 kernel's 25; tinyllama tg, 2 threads,
- * bench_ab in-process A/B: Q4_0 +14 %, Q8_0 +16 %, F16 +2 %, BF16 +20 %,
- * Q4_K_M +49 %, Q6_K (per group) +26 %. */
+ * Zen 4 (AMD family 25 at this level): every type one group at a time. The
+ * several streams lose there: bench_gemm stream 512 2048 (one thread, GB/s,
+ * gemv_x8 / gemm_x8 per group): Q4_0 21 / 27-29, Q8_0 22.5 / 29-30, F16 25 /
+ * 26-28, BF16 22-24 / 28, Q4_K 13 / 26-30; tinyllama tg, 2 threads, bench_ab
+ * in-process A/B: Q4_0 +14 %, Q8_0 +16 %, F16 +2 %, BF16 +20 %, Q4_K_M +49 %,
+ * Q6_K +26 %. Q6_K since its sub-block layout (repack.h), against the AVX2
+ * kernel group by group (the choice before it): +0.9 %, +4.4 %, +6.0 %
+ * (Q4_K_M +0.7 %); its four streams: -32 %. */
 static void one_column_choices(struct lm_cpu_kernels *k, const struct lm_cpu_features *cf)
 {
     const bool zen4 = cf->amd && cf->family == 25, zen5 = cf->amd && cf->family >= 26;
@@ -44,8 +44,6 @@ static void one_column_choices(struct lm_cpu_kernels *k, const struct lm_cpu_fea
         k->type[kquants[i]].gemv_x8 = NULL;
     for (int t = 0; zen4 && t < LM_TYPE_COUNT; t++)
         k->type[t].gemv_x8 = NULL;
-    if (zen4)
-        k->type[LM_TYPE_Q6_K].gemv_x8 = lm_gemv_q6_Kx8_q8_K_avx2;
 }
 
 /* Overrides the AVX-512 slots of k (a copy of the AVX2 table). */
