@@ -16,4 +16,9 @@ int lm_cpu_backend_n_threads(lm_backend_t be);
  * (tests compare both; the default follows LAMINA_NO_FUSE). Call between graphs. */
 void lm_cpu_fuse_set(bool on);
 
+/* Chunks of one-token MUL_MAT groups that a thread took from another
+ * thread's share (ops/matmul.c), process-wide since start-up: tests check that
+ * the stealing path ran. */
+long lm_cpu_mm_steals(void);
+
 #endif

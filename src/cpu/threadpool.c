@@ -14,6 +14,11 @@
  * barrier event. A job ends with a barrier, so lm_tp_run returns only after
  * every worker has finished fn, and job parameters are never overwritten
  * while a worker may still read them.
+ *
+ * Claim counters (lm_tp_claims): the last arrival also zeroes them, before
+ * signalling, when the phase that ends used them (one flag read otherwise):
+ * every thread's claims happen before its arrival (acq_rel), the zeroing
+ * before the signal, so the next phase starts from zero on every thread.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -69,6 +74,9 @@ struct lm_tp {
     atomic_int bar_count;
     struct event bar;
 
+    struct lm_tp_claim *claims; /* [n], zero at the start of every phase */
+    atomic_bool claims_used;    /* this phase called lm_tp_claims */
+
     atomic_long sleeps;
 };
 
@@ -118,19 +126,40 @@ static void event_signal(struct event *e)
     }
 }
 
+/* The last arrival, before it signals: zero the claim counters if the phase used them. */
+static void claims_reset(struct lm_tp *tp)
+{
+    if (!atomic_load_explicit(&tp->claims_used, memory_order_relaxed))
+        return;
+    for (int i = 0; i < tp->n; i++)
+        atomic_store_explicit(&tp->claims[i].v, 0, memory_order_relaxed);
+    atomic_store_explicit(&tp->claims_used, false, memory_order_relaxed);
+}
+
 /* Called by every thread of the current job; returns when all have arrived. */
 void lm_tp_barrier(struct lm_tp *tp)
 {
-    if (tp->n <= 1)
+    if (tp->n <= 1) {
+        claims_reset(tp);
         return;
+    }
     /* read the generation before arriving, so the last arrival's bump is seen */
     unsigned gen = atomic_load_explicit(&tp->bar.gen, memory_order_acquire);
     if (atomic_fetch_add_explicit(&tp->bar_count, 1, memory_order_acq_rel) == tp->n - 1) {
+        claims_reset(tp);
         atomic_store_explicit(&tp->bar_count, 0, memory_order_relaxed);
         event_signal(&tp->bar);
     } else {
         event_wait(tp, &tp->bar, gen, tp->spin_barrier);
     }
+}
+
+/* The claim counters of the current phase. See threadpool.h. */
+struct lm_tp_claim *lm_tp_claims(struct lm_tp *tp)
+{
+    if (!atomic_load_explicit(&tp->claims_used, memory_order_relaxed))
+        atomic_store_explicit(&tp->claims_used, true, memory_order_relaxed);
+    return tp->claims;
 }
 
 static void *worker_main(void *p)
@@ -173,8 +202,14 @@ lm_status lm_tp_new(int n, struct lm_tp **out)
     atomic_init(&tp->stop, false);
     atomic_init(&tp->bar_count, 0);
     atomic_init(&tp->sleeps, 0);
-    if (event_init(&tp->job))
+    atomic_init(&tp->claims_used, false);
+    tp->claims = aligned_alloc(sizeof *tp->claims, (size_t)n * sizeof *tp->claims);
+    if (!tp->claims)
         goto out_free_tp;
+    for (int i = 0; i < n; i++)
+        atomic_init(&tp->claims[i].v, 0);
+    if (event_init(&tp->job))
+        goto out_free_claims;
     if (event_init(&tp->bar))
         goto out_destroy_job;
     tp->workers = calloc((size_t)n, sizeof *tp->workers);
@@ -197,6 +232,8 @@ out_destroy_bar:
     event_destroy(&tp->bar);
 out_destroy_job:
     event_destroy(&tp->job);
+out_free_claims:
+    free(tp->claims);
 out_free_tp:
     free(tp);
     return LM_ERR_NOMEM;
@@ -211,6 +248,7 @@ void lm_tp_free(struct lm_tp *tp)
     free(tp->workers);
     event_destroy(&tp->bar);
     event_destroy(&tp->job);
+    free(tp->claims);
     free(tp);
 }
 
@@ -225,6 +263,7 @@ void lm_tp_run(struct lm_tp *tp, lm_tp_fn fn, void *arg)
 {
     if (tp->n == 1) {
         fn(arg, 0, 1);
+        lm_tp_barrier(tp); /* resets the claim counters */
         return;
     }
     tp->fn = fn;

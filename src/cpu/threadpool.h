@@ -15,9 +15,19 @@
 #ifndef LM_CPU_THREADPOOL_H
 #define LM_CPU_THREADPOOL_H
 
+#include <stdint.h>
+
 #include "core/status.h"
 
 struct lm_tp;
+
+/* One claim counter, alone on its cache line (C only: CUDA sources include
+ * this header through the op headers and use no claims). */
+#ifndef __cplusplus
+struct lm_tp_claim {
+    _Alignas(64) _Atomic uint64_t v;
+};
+#endif
 typedef void (*lm_tp_fn)(void *arg, int ith, int nth);
 
 /* A pool of n threads (n >= 1; n-1 workers are started now). NULL-safe free.
@@ -31,6 +41,14 @@ int lm_tp_size(const struct lm_tp *tp);
 void lm_tp_run(struct lm_tp *tp, lm_tp_fn fn, void *arg);
 /* Wait for all threads of the current job (no-op for a 1-thread pool). */
 void lm_tp_barrier(struct lm_tp *tp);
+/* n claim counters (n = lm_tp_size) for handing out work between two
+ * barriers without a barrier of its own: each is 0 when the phase starts
+ * (the last arrival at a barrier zeroes them after a phase that called this)
+ * and the threads change them with atomic operations of their choice. Call
+ * it from every thread that uses them, inside the job. */
+#ifndef __cplusplus
+struct lm_tp_claim *lm_tp_claims(struct lm_tp *tp);
+#endif
 /* How many times worker threads went to sleep (tests: idle workers sleep). */
 long lm_tp_sleeps(const struct lm_tp *tp);
 

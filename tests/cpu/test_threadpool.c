@@ -1,9 +1,9 @@
 /* test_threadpool.c - the CPU backend's thread pool and backend contract:
  * every thread runs every job exactly once, barriers separate phases (each
- * thread sees every other thread's writes of the previous phase), idle
- * workers go to sleep, many tiny graphs in a row compute correctly, thread
- * counts clamp to the online cores, and graph_compute rejects bad graphs with
- * a status instead of crashing.
+ * thread sees every other thread's writes of the previous phase), claim
+ * counters start every phase at zero, idle workers go to sleep, many tiny
+ * graphs in a row compute correctly, thread counts clamp to the online cores,
+ * and graph_compute rejects bad graphs with a status instead of crashing.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -91,6 +91,53 @@ static void test_barrier(int n)
     struct barrier_job j = {.tp = tp};
     lm_tp_run(tp, barrier_fn, &j);
     CHECKF(atomic_load(&j.errors) == 0, "%d threads: %d stale reads after a barrier", n, atomic_load(&j.errors));
+    lm_tp_free(tp);
+}
+
+/* ---- claim counters ---- */
+
+#define CLAIM_ITEMS 97
+
+struct claim_job {
+    struct lm_tp *tp;
+    atomic_int taken[CLAIM_ITEMS]; /* times item i was claimed in this phase */
+    atomic_int errors;
+};
+
+/* Every phase: all threads take the items of one counter (a different one
+ * each phase, some phases none) with fetch_add; after a barrier thread 0
+ * checks each was taken exactly once, i.e. the counter started at zero. */
+static void claim_fn(void *arg, int ith, int nth)
+{
+    struct claim_job *j = arg;
+    for (int ph = 0; ph < PHASES; ph++) {
+        if (ph % 3 != 2) {
+            struct lm_tp_claim *c = lm_tp_claims(j->tp);
+            uint64_t i;
+            while ((i = atomic_fetch_add(&c[ph % nth].v, 1)) < CLAIM_ITEMS)
+                atomic_fetch_add(&j->taken[i], 1);
+        }
+        lm_tp_barrier(j->tp);
+        if (ith == 0)
+            for (int i = 0; i < CLAIM_ITEMS; i++)
+                if (atomic_exchange(&j->taken[i], 0) != (ph % 3 != 2))
+                    atomic_fetch_add(&j->errors, 1);
+        lm_tp_barrier(j->tp);
+    }
+}
+
+static void test_claims(int n)
+{
+    struct lm_tp *tp = NULL;
+    CHECK(lm_tp_new(n, &tp) == LM_OK);
+    if (!tp)
+        return;
+    for (int job = 0; job < 3; job++) { /* and zero again in the next job */
+        struct claim_job j = {.tp = tp};
+        lm_tp_run(tp, claim_fn, &j);
+        CHECKF(atomic_load(&j.errors) == 0, "%d threads, job %d: %d items not claimed exactly once", n, job,
+               atomic_load(&j.errors));
+    }
     lm_tp_free(tp);
 }
 
@@ -259,6 +306,7 @@ int main(void)
     for (int n = 1; n <= 4; n++) {
         test_jobs(n);
         test_barrier(n);
+        test_claims(n);
     }
     test_idle_sleep(2);
     test_idle_sleep(4);

@@ -10,8 +10,8 @@
  *
  * Phase 2 work is a list of tiles of MB weight rows x NB activation rows,
  * ordered activation-block fastest, then weight-block, then batch (dims 2, 3).
- * For one token (GEMV) it is split into equal contiguous ranges per thread,
- * so each thread streams its own contiguous slice of the weights once; for
+ * For one token (GEMV) each thread owns an equal contiguous range and streams
+ * it (others take chunks from its back once done with theirs: mm_gemm_one); for
  * batches after phase 1's barrier the threads take tiles in turn from a
  * shared counter (mm_next_chunk), and a weight tile stays in cache while the
  * activations (shared, in L2/L3) stream.
@@ -33,6 +33,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "cpu/cpu_internal.h"
 #include "cpu/ops/ops.h"
 #include "cpu/repack.h"
 #include "quant/blocks.h"
@@ -326,11 +327,68 @@ static void mm_gemm_convert(const struct mm_ctx *c, const struct lm_cpu_params *
         block_sums((const char *)p->wdata + (size_t)r * c->b_row, nb, sums + r * nb);
 }
 
-/* One activation row (token generation): every thread converts the row into
- * its own scratch and runs its groups with no barrier between. Thread 1 used
- * to wait at the phase barrier while thread 0 quantized the row: with the
- * barrier itself 2-3 % of llama-7b tg (perf). Same conversion, same kernel
- * calls: the same bits as the two-phase path. */
+/* ---- one activation row (token generation) ----
+ *
+ * Every thread converts the row into its own scratch and runs groups with no
+ * barrier before them (thread 1 used to wait at the phase barrier while
+ * thread 0 quantized the row: with the barrier itself 2-3 % of llama-7b tg,
+ * perf). Each thread owns an equal contiguous share of the groups and takes
+ * it from the front in halving pieces (one gemv_x8 call each, so its weights
+ * stay one stream); a thread done with its own share takes chunks of about
+ * MM_STEAL_BYTES from the back of the others' shares (claim counters of the
+ * thread pool, one per share: front count in the low 32 bits, back count in
+ * the high 32), so a core slowed by another process or by its share of the
+ * memory bandwidth does not hold the others at the node's barrier. Every
+ * group's result is the same kernel's, whoever runs it. */
+#define MM_STEAL_BYTES 32768
+
+static atomic_long mm_steals; /* cpu_internal.h */
+
+long lm_cpu_mm_steals(void) { return atomic_load_explicit(&mm_steals, memory_order_relaxed); }
+
+struct mm_one {
+    const struct lm_cpu_type_kernels *tk;
+    const struct lm_tensor *a;
+    struct lm_tensor *dst;
+    int64_t K;
+    size_t group_bytes;
+    const char *y;
+    const int16_t *sums;
+};
+
+/* Groups [g0, g0 + n). */
+static void mm_one_groups(const struct mm_one *o, int64_t g0, int64_t n)
+{
+    const char *w = (const char *)o->a->data + (size_t)g0 * o->group_bytes;
+    if (o->tk->gemv_x8 && o->dst->nb[0] == sizeof(float)) { /* several groups streamed at once */
+        o->tk->gemv_x8(o->K, n, o->group_bytes, lm_cpu_elem(o->dst, g0 * LM_REPACK_ROWS, 0, 0, 0), w, o->y, o->sums);
+        return;
+    }
+    for (int64_t g = 0; g < n; g++)
+        o->tk->gemm_x8(o->K, lm_cpu_elem(o->dst, (g0 + g) * LM_REPACK_ROWS, 0, 0, 0), o->dst->nb[1] / sizeof(float),
+                       w + (size_t)g * o->group_bytes, o->y, 0, o->sums, 1);
+}
+
+/* Claims groups of a share of n: from the front (the owner) half of what is
+ * left but at least `chunk`, from the back (the others) `chunk`; returns how
+ * many (0: none left), the first one's offset in the share in *off. */
+static int64_t mm_claim(struct lm_tp_claim *c, int64_t n, int64_t chunk, bool back, int64_t *off)
+{
+    uint64_t w = atomic_load_explicit(&c->v, memory_order_relaxed);
+    for (;;) {
+        const int64_t f = (int64_t)(w & 0xFFFFFFFFu), b = (int64_t)(w >> 32), left = n - f - b;
+        if (left <= 0)
+            return 0;
+        const int64_t want = back || (left + 1) / 2 < chunk ? chunk : (left + 1) / 2;
+        const int64_t take = want < left ? want : left;
+        const uint64_t next = w + (back ? (uint64_t)take << 32 : (uint64_t)take);
+        if (atomic_compare_exchange_weak_explicit(&c->v, &w, next, memory_order_relaxed, memory_order_relaxed)) {
+            *off = back ? n - b - take : f;
+            return take;
+        }
+    }
+}
+
 static void mm_gemm_one(const struct mm_ctx *c, const struct lm_cpu_params *p, struct lm_tensor *dst)
 {
     const struct lm_tensor *a = dst->src[0];
@@ -346,14 +404,25 @@ static void mm_gemm_one(const struct mm_ctx *c, const struct lm_cpu_params *p, s
     convert_row(c, scratch, 0, y);
     if (tk->gemm_sums)
         block_sums(y, K / LM_QK, sums);
-    if (tk->gemv_x8 && dst->nb[0] == sizeof(float)) { /* several groups streamed at once */
-        tk->gemv_x8(K, g1 - g0, group_bytes, lm_cpu_elem(dst, g0 * LM_REPACK_ROWS, 0, 0, 0),
-                    (const char *)a->data + (size_t)g0 * group_bytes, y, sums);
+    const struct mm_one o = {tk, a, dst, K, group_bytes, y, sums};
+    if (p->nth == 1) {
+        mm_one_groups(&o, 0, n_groups);
         return;
     }
-    for (int64_t g = g0; g < g1; g++)
-        tk->gemm_x8(K, lm_cpu_elem(dst, g * LM_REPACK_ROWS, 0, 0, 0), dst->nb[1] / sizeof(float),
-                    (const char *)a->data + (size_t)g * group_bytes, y, c->b_row, sums, 1);
+    struct lm_tp_claim *claims = lm_tp_claims(p->tp);
+    const int64_t chunk = group_bytes >= MM_STEAL_BYTES ? 1 : MM_STEAL_BYTES / (int64_t)group_bytes;
+    int64_t off, n;
+    while ((n = mm_claim(&claims[p->ith], g1 - g0, chunk, false, &off)) > 0)
+        mm_one_groups(&o, g0 + off, n);
+    for (int d = 1; d < p->nth; d++) {
+        const int v = (p->ith + d) % p->nth;
+        int64_t v0, v1;
+        lm_cpu_split(n_groups, v, p->nth, &v0, &v1);
+        while ((n = mm_claim(&claims[v], v1 - v0, chunk, true, &off)) > 0) {
+            mm_one_groups(&o, v0 + off, n);
+            atomic_fetch_add_explicit(&mm_steals, 1, memory_order_relaxed);
+        }
+    }
 }
 
 /* ---- MUL_MAT over repacked weights, panel GEMM (many activation rows) ----
