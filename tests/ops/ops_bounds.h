@@ -80,14 +80,14 @@
 
 /* ATTN against ref, by the coarser rounding of K's and V's types (ref
  * rounds q through a Q8_0 K's blocks too: the rest is summation order). */
-static double bound_attn(enum lm_type k, enum lm_type v)
+static inline double bound_attn(enum lm_type k, enum lm_type v)
 {
     if (k == LM_TYPE_BF16 || v == LM_TYPE_BF16 || k == LM_TYPE_Q8_0)
         return 1e-6;
     return k == LM_TYPE_F16 || v == LM_TYPE_F16 ? 1e-8 : 1e-9;
 }
 
-static double bound_mul_mat(enum lm_type t)
+static inline double bound_mul_mat(enum lm_type t)
 {
     switch (t) {
     case LM_TYPE_F32: return 1e-9;
@@ -99,7 +99,7 @@ static double bound_mul_mat(enum lm_type t)
 
 /* The expected output energy of a matmul case (inputs uniform in [-1, 1]:
  * E[(sum of K products)^2] = K/9 per output); 0 for other ops. */
-static double matmul_floor(const struct ut_spec *sp, int64_t n_out)
+static inline double matmul_floor(const struct ut_spec *sp, int64_t n_out)
 {
     if (sp->kind != UT_K_MUL_MAT && sp->kind != UT_K_MUL_MAT_ID)
         return 0.0;
@@ -112,7 +112,7 @@ static double matmul_floor(const struct ut_spec *sp, int64_t n_out)
  * K-quant (cuda/ops_copy.cu encodes the legacy quants only; it decodes every
  * block type into floats), SET_ROWS into a K-quant. ATTN over a Q8_0 K or
  * Q8_0 V rows is CUDA's (cuda/ops_attn.cu): no refusal tolerated. */
-static bool cuda_may_refuse(const struct lm_tensor *t)
+static inline bool cuda_may_refuse(const struct lm_tensor *t)
 {
     if (t->op == LM_OP_CPY || t->op == LM_OP_CONT) {
         const enum lm_type s = t->src[0]->type, d = t->type;
