@@ -18,8 +18,7 @@ int lm_avx512_kq_prefetch_one = 1024; /* avx512_util.h */
 
 /* One-column products (token generation) per CPU; the other CPUs keep the
  * gemv_x8 of every type (several groups streamed at once, tuned on Sapphire
- * Rapids). Same bits every way: gemv_x8 is gemm_x8 with one column, and the
- * AVX2 K-quant kernels are bit-identical to the AVX-512 ones.
+ * Rapids). Same bits every way: gemv_x8 is gemm_x8 with one column.
  *
  * Zen 5 (AMD family >= 26): the K-quants one group at a time through gemm_x8
  * (one stream, each super-block's lines prefetched in a burst 6 KiB ahead,
