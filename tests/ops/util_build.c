@@ -262,7 +262,9 @@ static struct lm_tensor *build_argsort(struct lm_ctx *ctx, struct ut_rng *r, con
 
 /* An attention mask [n_kv, rows]: subs 1..3 as mask_tensor; 4: per row a
  * random window [a, b] of visible cells with about one hole in five (a row
- * keeps at least cell b); 5: as 4, and about one row in three all -inf. */
+ * keeps at least cell b); 5: as 4, and about one row in three all -inf; 6:
+ * rows alternate between every cell visible and the same cells with every
+ * third one hidden (the last kept): the ranges agree, the holes differ. */
 static struct lm_tensor *attn_mask(struct lm_ctx *ctx, struct ut_rng *r, int sub, int64_t n_kv, int64_t n_q,
                                    int64_t rows)
 {
@@ -275,7 +277,9 @@ static struct lm_tensor *attn_mask(struct lm_ctx *ctx, struct ut_rng *r, int sub
         const int64_t a = ut_rng_int(r, n_kv), b = a + ut_rng_int(r, n_kv - a);
         const bool hidden = sub == 5 && ut_rng_int(r, 3) == 0;
         for (int64_t j = 0; j < n_kv; j++) {
-            const bool visible = !hidden && j >= a && j <= b && (j == b || ut_rng_int(r, 5));
+            bool visible = !hidden && j >= a && j <= b && (j == b || ut_rng_int(r, 5));
+            if (sub == 6)
+                visible = i % 2 == 0 || j % 3 != 1 || j == n_kv - 1;
             lm_set_f32_nd(m, j, i, 0, 0, visible ? ut_rng_float(r, -1.0f, 0.0f) : -INFINITY);
         }
     }

@@ -160,4 +160,22 @@ void gen_attn(struct runner *R)
         s.lay[1] = UT_PAD;
         attn_case(R, &s);
     }
+    /* the K rows a thread copies out of a cache of several kv heads for the
+     * tiles of a range, then the gathered tiles of a query with holes in the
+     * same range, then a query without (mask 6: each thread's scratch must
+     * not be taken for the first query's rows); fewer than KT_MIN_ITEMS
+     * (attention.c) items per kv head, so no transposed K */
+    for (int c = 0; c < 4; c++) {
+        struct ut_spec s = ops_spec(UT_K_ATTN, 6);
+        s.type = c % 2 ? LM_TYPE_Q8_0 : LM_TYPE_F16;
+        s.type2 = LM_TYPE_F16;
+        const int64_t q[4] = {64, 3, c < 2 ? 8 : 4, 1}, kv[4] = {100 + c, 64, 2, 1};
+        memcpy(s.ne, q, sizeof q);
+        memcpy(s.ne2, kv, sizeof kv);
+        s.n[0] = s.ne[1];
+        s.f[0] = 0.125f;
+        s.lay[0] = UT_PERMUTE;
+        s.lay[1] = UT_PAD;
+        attn_case(R, &s);
+    }
 }
