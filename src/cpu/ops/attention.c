@@ -35,6 +35,16 @@
  * n_kv floats and its rounded copy, the visible cells' indices and the
  * gathered V chunk; the shared part holds the ranges.
  *
+ * K rows: a cache of several kv heads holds each cell's heads side by side
+ * (one kv head's rows 512 bytes apart for 4 heads of 64), and the dot
+ * kernels read such rows at a fraction of their speed (Zen 4, one thread,
+ * 22 layers' caches at depth 2048, the decode step's F16 tiles on AVX-512:
+ * 19.5 ms per token in place, 6.4 copied out first, 4.6 from a cache of one
+ * head). So the scores of an item or a tile read the kv head's rows of the
+ * range from a contiguous copy in the thread's scratch (attn_krows, kg_off),
+ * made once for the items and tiles that follow with the same kv head and
+ * range (the heads of a GQA group). Same bytes, same bits.
+ *
  * Tiles (when the table has vec_dot_tile for k's and v's dot type: F16 or
  * Q8_0 K with F16 V, on AVX-512): up to LM_VEC_DOT_TILE_MAX consecutive
  * items of a thread that share a kv head (the heads of one query under
@@ -43,14 +53,7 @@
  * scores of every K row of the union of their ranges against all of them
  * (each K row converted once for the tile), then each item's softmax, then
  * the P.V dots of the items whose visible cells start at the same cell and
- * have no hole, each with its own length (V read once for the tile). A K
- * cache of several kv heads holds each cell's heads side by side (rows 512
- * bytes apart for 4 heads of 64): the tile's rows are first copied out
- * together (kg_off; the next tile of the same kv head and range reuses
- * them), since the tile kernel read them in place at a third of the speed
- * (tinyllama Q4_0 tg32 @ d2048, 2 threads, Zen 4: 31.9-32.0 -> 41.5-42.8
- * t/s; a one-thread loop over 22 layers' caches, F16 tile on AVX-512: 19.5
- * ms per token in place, 6.4 copied, 4.6 from a cache of one head). The
+ * have no hole, each with its own length (V read once for the tile). The
  * tile kernel gives each dot vec_dot's bits, so the outputs are those of
  * the per-item path whatever the tiling (tests/ops, tests/server). A tile of
  * one query's heads whose range has hidden cells (other sequences' cells)
@@ -96,7 +99,8 @@ struct attn_ctx {
     lm_to_float_fn widen;             /* F16 -> F32 for the tiles' q and p */
     size_t tq_off, ts_off, tp_off, ti_off; /* per thread, per tile slot: widened q, scores, widened p, cells */
     size_t ts_stride, tp_stride, ti_stride;
-    size_t kg_off, vt_off;            /* per thread: gathered K rows, gathered V columns (one query's cells) */
+    size_t kg_off;                    /* per thread: K rows copied out (attn_krows, attn_gathered) */
+    size_t vt_off;                    /* per thread: gathered V columns (one query's cells) */
     lm_vec_dot_kt_fn kscore;          /* scores from a transposed K (prompt batches), or NULL */
     bool v_rows;                      /* v [d_v, n_kv, n_head_kv], one row per cell (a quantized V cache) */
     lm_vec_mad_rows_fn vmad;          /* its P.V (float p, no rounding) */
@@ -147,7 +151,8 @@ static void attn_init(struct attn_ctx *c, const struct lm_tensor *dst, const str
     /* a transposed V is F32, F16 or BF16 (a transposed cache cannot hold blocks): one element per cell */
     const size_t ves = c->v_rows ? 0 : lm_type_traits(c->v->type)->type_size;
     c->vo_off = c->vg_off + lm_cpu_pad((size_t)GATHER_CH * (size_t)c->n_kv * ves);
-    c->per_thread = c->vo_off + (c->v_rows ? lm_cpu_pad((size_t)c->d_v * sizeof(float)) : 0);
+    c->kg_off = c->vo_off + (c->v_rows ? lm_cpu_pad((size_t)c->d_v * sizeof(float)) : 0);
+    c->per_thread = c->kg_off + lm_cpu_pad((size_t)c->n_kv * lm_row_size(c->k->type, c->d));
     const bool v_tiles = c->v_rows ? c->vmad != NULL
                                    : c->vt == LM_TYPE_F16 && vk->vec_dot_tile && c->v->nb[0] == 2;
     if ((c->kt == LM_TYPE_F16 || c->kt == LM_TYPE_Q8_0) && kk->vec_dot_tile && v_tiles &&
@@ -163,8 +168,7 @@ static void attn_init(struct attn_ctx *c, const struct lm_tensor *dst, const str
         c->ts_off = c->tq_off + LM_VEC_DOT_TILE_MAX * lm_cpu_pad((size_t)c->d * sizeof(float));
         c->tp_off = c->ts_off + LM_VEC_DOT_TILE_MAX * c->ts_stride;
         c->ti_off = c->tp_off + LM_VEC_DOT_TILE_MAX * c->tp_stride;
-        c->kg_off = c->ti_off + LM_VEC_DOT_TILE_MAX * c->ti_stride;
-        c->vt_off = c->kg_off + lm_cpu_pad((size_t)c->n_kv * (size_t)c->d * 2);
+        c->vt_off = c->ti_off + LM_VEC_DOT_TILE_MAX * c->ti_stride;
         c->per_thread = c->vt_off + lm_cpu_pad((size_t)c->n_kv * (size_t)c->d_v * 2);
         /* transposed K: worth its build (n_kv x d per kv head and thread)
          * when each kv head has many queries; capped at KT_MAX_BYTES */
@@ -195,6 +199,29 @@ struct attn_held {
 static void build_ktr(const struct attn_ctx *c, char *scratch, int64_t g)
 {
     c->kpack(c->d, c->n_kv, (const char *)c->k->data + g * (int64_t)c->k->nb[2], c->k->nb[1], scratch + c->ktr_off);
+}
+
+/* Kv head g's K rows of the cells [lo, hi): in place when they are
+ * contiguous (one kv head per cell), else copied out together to kg_off
+ * first, once for the items that follow with the same g, lo and hi (see the
+ * file comment). Returns cell lo's row; *stride gets the row stride. */
+static const char *attn_krows(const struct attn_ctx *c, char *scratch, struct attn_held *held, int64_t g, int64_t lo,
+                              int64_t hi, size_t *stride)
+{
+    const char *krow = (const char *)c->k->data + g * (int64_t)c->k->nb[2] + lo * (int64_t)c->k->nb[1];
+    const size_t krb = lm_row_size(c->k->type, c->d);
+    *stride = c->k->nb[1];
+    if (*stride == krb || c->k->nb[0] != lm_type_size(c->k->type))
+        return krow;
+    if (held->kg_g != g || lo != held->kg_lo || hi != held->kg_hi) {
+        for (int64_t j = 0; j < hi - lo; j++)
+            memcpy(scratch + c->kg_off + (size_t)j * krb, krow + j * (int64_t)*stride, krb);
+        held->kg_g = g;
+        held->kg_lo = lo;
+        held->kg_hi = hi;
+    }
+    *stride = krb;
+    return scratch + c->kg_off;
 }
 
 /* Scratch: the ranges, then per thread q, rounded q, scores, rounded p,
@@ -321,18 +348,18 @@ static void normalize(const struct attn_ctx *c, float *s, int64_t n, float max)
 
 /* Softmax of the visible cells of [lo, hi): their probabilities compacted in
  * cell order into s[lo], s[lo + 1], ..., their cell indices into idx.
- * Returns how many there are. qc NULL: the dots are already in s[lo, hi). */
-static int64_t attn_softmax(const struct attn_ctx *c, const void *qc, float *s, int32_t *idx, int64_t i, int64_t h,
-                            int64_t lo, int64_t hi)
+ * Returns how many there are. The dots of q (as kdot reads it) with the K
+ * rows of the cells, cell lo's at krow, kstride apart; qc NULL: they are
+ * already in s[lo, hi). */
+static int64_t attn_softmax(const struct attn_ctx *c, const void *qc, const char *krow, size_t kstride, float *s,
+                            int32_t *idx, int64_t i, int64_t h, int64_t lo, int64_t hi)
 {
-    const int64_t g = h / c->ratio;
     const float slope = lm_cpu_alibi_slope(c->max_bias, c->n_head, h);
-    const char *krow = (const char *)c->k->data + g * (int64_t)c->k->nb[2];
     const bool have = qc == NULL || c->kdot_rows;
     /* all dots of [lo, hi) at once where the table can (the same bits as kdot;
      * hidden cells inside the range are computed and dropped) */
     if (qc && c->kdot_rows)
-        c->kdot_rows(c->d, hi - lo, s + lo, krow + lo * (int64_t)c->k->nb[1], c->k->nb[1], qc);
+        c->kdot_rows(c->d, hi - lo, s + lo, krow, kstride, qc);
     float max = -INFINITY;
     int64_t n = 0;
     if (have && !c->holes[i]) { /* the loop below without its branches (scale_max) */
@@ -348,7 +375,7 @@ static int64_t attn_softmax(const struct attn_ctx *c, const void *qc, float *s, 
         if (have)
             dot = s[j];
         else
-            c->kdot(c->d, &dot, krow + j * (int64_t)c->k->nb[1], qc);
+            c->kdot(c->d, &dot, krow + (j - lo) * (int64_t)kstride, qc);
         float w = dot * c->scale;
         if (c->mask)
             w += slope * m;
@@ -421,8 +448,8 @@ static void attn_pv(const struct attn_ctx *c, char *scratch, char *out, size_t o
 }
 
 /* out[:, h, i] for one item. */
-static void attn_item(const struct attn_ctx *c, char *scratch, struct lm_tensor *dst, int64_t i, int64_t h,
-                      const int32_t *ranges)
+static void attn_item(const struct attn_ctx *c, char *scratch, struct attn_held *held, struct lm_tensor *dst,
+                      int64_t i, int64_t h, const int32_t *ranges)
 {
     const int64_t lo = ranges[2 * i], hi = ranges[2 * i + 1];
     char *out = (char *)dst->data + h * (int64_t)dst->nb[1] + i * (int64_t)dst->nb[2];
@@ -433,7 +460,9 @@ static void attn_item(const struct attn_ctx *c, char *scratch, struct lm_tensor 
     }
     float *s = (float *)(scratch + c->s_off);
     int32_t *idx = (int32_t *)(scratch + c->idx_off);
-    const int64_t n = attn_softmax(c, attn_q(c, scratch, i, h), s, idx, i, h, lo, hi);
+    size_t kstride;
+    const char *krow = attn_krows(c, scratch, held, h / c->ratio, lo, hi, &kstride);
+    const int64_t n = attn_softmax(c, attn_q(c, scratch, i, h), krow, kstride, s, idx, i, h, lo, hi);
     const char *pc = (const char *)(s + lo);
     if (c->vt != LM_TYPE_F32) {
         c->venc(s + lo, scratch + c->pc_off, n);
@@ -521,7 +550,7 @@ static void attn_tile(const struct attn_ctx *c, char *scratch, struct lm_tensor 
     for (int t = 0; t < nt; t++) {
         const int64_t l = ranges[2 * it[t]], h = ranges[2 * it[t] + 1];
         if (l >= h) { /* no visible cell: the item's own path writes its zeros */
-            attn_item(c, scratch, dst, it[t], ht[t], ranges);
+            attn_item(c, scratch, held, dst, it[t], ht[t], ranges);
             continue;
         }
         float *q = (float *)(scratch + c->tq_off + (size_t)m * lm_cpu_pad((size_t)c->d * sizeof(float)));
@@ -563,20 +592,8 @@ static void attn_tile(const struct attn_ctx *c, char *scratch, struct lm_tensor 
     } else {
         for (int q = 0; q < m; q++)
             srow[q] = sq[q] + lo;
-        const char *krow = (const char *)c->k->data + g * (int64_t)c->k->nb[2] + lo * (int64_t)c->k->nb[1];
-        size_t kstride = c->k->nb[1];
-        const size_t krb = lm_row_size(c->k->type, c->d);
-        if (kstride != krb) { /* rows of a cache with several kv heads: copied together first */
-            if (held->kg_g != g || lo != held->kg_lo || hi != held->kg_hi) {
-                for (int64_t j = lo; j < hi; j++)
-                    memcpy(scratch + c->kg_off + (size_t)(j - lo) * krb, krow + (j - lo) * (int64_t)kstride, krb);
-                held->kg_g = g;
-                held->kg_lo = lo;
-                held->kg_hi = hi;
-            }
-            krow = scratch + c->kg_off;
-            kstride = krb;
-        }
+        size_t kstride;
+        const char *krow = attn_krows(c, scratch, held, g, lo, hi, &kstride);
         c->ktile(hi - lo, m, len, srow, krow, kstride, qf);
     }
     /* softmax per item; P.V tiled for those without holes starting at the first one's cell */
@@ -586,7 +603,7 @@ static void attn_tile(const struct attn_ctx *c, char *scratch, struct lm_tensor 
         const int t = slot[q];
         const int64_t l = ranges[2 * it[t]], h = ranges[2 * it[t] + 1];
         int32_t *idx = (int32_t *)(scratch + c->ti_off + (size_t)q * c->ti_stride);
-        n[q] = attn_softmax(c, NULL, sq[q], idx, it[t], ht[t], l, h);
+        n[q] = attn_softmax(c, NULL, NULL, 0, sq[q], idx, it[t], ht[t], l, h);
         char *o = (char *)dst->data + ht[t] * (int64_t)dst->nb[1] + it[t] * (int64_t)dst->nb[2];
         float *p = sq[q] + l; /* V rows: the float p in place; else rounded to v's dot type, widened */
         const void *pc = p;
@@ -650,7 +667,7 @@ void lm_cpu_op_attn(const struct lm_cpu_params *p, struct lm_tensor *dst)
                 if (owner != p->ith)
                     continue;
                 if (!c.ktile) {
-                    attn_item(&c, scratch, dst, i, g * c.ratio + r, ranges);
+                    attn_item(&c, scratch, &held, dst, i, g * c.ratio + r, ranges);
                     continue;
                 }
                 /* a query whose cells have holes (interleaved sequences) gets
