@@ -58,7 +58,6 @@ struct mm_ctx {
     size_t scratch_size;       /* bytes per thread: [gather][round][decode] */
     size_t round_off, decode_off;
     size_t one_off;            /* GEMM path, one activation row: the thread's own converted row and sums */
-    size_t chunk_off;          /* phase 2's chunk counter (one cache line; batches only) */
 };
 
 static void mm_init(struct mm_ctx *c, const struct lm_tensor *a, const struct lm_tensor *b,
@@ -93,8 +92,7 @@ static void mm_init(struct mm_ctx *c, const struct lm_tensor *a, const struct lm
     c->b_row = lm_row_size(c->vt, c->K);
     size_t conv = c->convert ? lm_cpu_pad(c->b_row * (size_t)lm_nrows(b)) : 0;
     c->extra_off = conv;
-    c->chunk_off = conv + lm_cpu_pad(extra_bytes);
-    c->scratch_off = c->chunk_off + LM_CPU_CACHE_LINE;
+    c->scratch_off = conv + lm_cpu_pad(extra_bytes);
     c->round_off = lm_cpu_pad(b_unit ? 0 : row_f32);
     c->decode_off = c->round_off + lm_cpu_pad(round);
     c->scratch_size = c->decode_off + lm_cpu_pad(decode);
@@ -210,8 +208,7 @@ static void gemm_init(struct mm_ctx *c, const struct lm_tensor *a, const struct 
     c->round_back = NULL;
     c->convert = true;
     c->b_row = lm_row_size(c->vt, c->K);
-    c->chunk_off = gemm_work(c, b); /* the chunk counter, then per-thread gather rows */
-    c->scratch_off = c->chunk_off + LM_CPU_CACHE_LINE;
+    c->scratch_off = gemm_work(c, b);
     if (lm_nrows(b) == 1) { /* token generation: mm_gemm_one */
         c->one_off = c->scratch_size;
         c->scratch_size = c->one_off + lm_cpu_pad(c->b_row) + lm_cpu_pad((size_t)(c->K / LM_QK) * sizeof(int16_t));
@@ -227,8 +224,8 @@ static int16_t *gemm_sums(const struct mm_ctx *c, const struct lm_cpu_params *p,
  *
  * Phase 2 hands out the weight groups in chunks, an even number of groups
  * each (the panel kernels' 16-row tiles), about MM_CHUNKS_PER_THREAD per
- * thread, from a counter in wdata that thread 0 zeroes before the phase
- * barrier: a thread slowed by another process or a slower core takes fewer
+ * thread, from the thread pool's first claim counter (lm_tp_claims: zero
+ * when the phase starts, no reset of our own): a thread slowed by another process or a slower core takes fewer
  * chunks instead of holding the others at the node's barrier (a static
  * split of equal shares waits for the slowest). A chunk's weights also stay
  * in L2 while every activation column passes over them. Every output is the
@@ -237,16 +234,17 @@ static int16_t *gemm_sums(const struct mm_ctx *c, const struct lm_cpu_params *p,
  * no result. */
 #define MM_CHUNKS_PER_THREAD 8
 
-static atomic_int *mm_counter(const struct mm_ctx *c, const struct lm_cpu_params *p)
-{
-    return (atomic_int *)(void *)((char *)p->wdata + c->chunk_off);
-}
+/* Phase 2's chunk counter: the pool's first claim counter (zero when a
+ * phase starts: threadpool.h), or, for one thread, the caller's count. */
+struct mm_chunks {
+    _Atomic uint64_t *shared; /* NULL: one thread */
+    int64_t next;
+};
 
-/* Before phase 2's barrier (thread 0). */
-static void mm_chunks_reset(const struct mm_ctx *c, const struct lm_cpu_params *p)
+static struct mm_chunks mm_chunks(const struct lm_cpu_params *p)
 {
-    if (p->ith == 0)
-        atomic_store_explicit(mm_counter(c, p), 0, memory_order_relaxed);
+    struct mm_chunks k = {p->nth > 1 ? &lm_tp_claims(p->tp)[0].v : NULL, 0};
+    return k;
 }
 
 static int64_t mm_chunk_groups(int64_t n_groups, int nth)
@@ -256,10 +254,9 @@ static int64_t mm_chunk_groups(int64_t n_groups, int nth)
 }
 
 /* The next chunk [*g0, *g1) of n_groups groups (or tiles), chunk each; false when none is left. */
-static bool mm_next_chunk(const struct mm_ctx *c, const struct lm_cpu_params *p, int64_t n_groups, int64_t chunk,
-                          int64_t *g0, int64_t *g1)
+static bool mm_next_chunk(struct mm_chunks *k, int64_t n_groups, int64_t chunk, int64_t *g0, int64_t *g1)
 {
-    const int64_t i = atomic_fetch_add_explicit(mm_counter(c, p), 1, memory_order_relaxed);
+    const int64_t i = k->shared ? (int64_t)atomic_fetch_add_explicit(k->shared, 1, memory_order_relaxed) : k->next++;
     *g0 = i * chunk;
     if (*g0 >= n_groups)
         return false;
@@ -277,8 +274,9 @@ static void mm_gemm(const struct mm_ctx *c, const struct lm_cpu_params *p, struc
     const size_t group_bytes = lm_row_size(a->type, K) * LM_REPACK_ROWS;
     const int16_t *sums = gemm_sums(c, p, b);
     const int64_t chunk = mm_chunk_groups(n_groups, p->nth);
+    struct mm_chunks k = mm_chunks(p);
     int64_t g0, g1;
-    while (mm_next_chunk(c, p, n_groups, chunk, &g0, &g1)) {
+    while (mm_next_chunk(&k, n_groups, chunk, &g0, &g1)) {
         for (int64_t i3 = 0; i3 < b->ne[3]; i3++) {
             for (int64_t i2 = 0; i2 < b->ne[2]; i2++) {
                 const int64_t row0 = (i3 * b->ne[2] + i2) * N;
@@ -455,8 +453,7 @@ static void panel_init(struct mm_ctx *c, const struct lm_tensor *a, const struct
      * (AMX tiles), and rows 4 KiB apart would all fall into one L1 set
      * (bench_gemm K=2048, N=512: BF16 331 -> 466, F16 127 -> 178 GMAC/s) */
     c->b_row = tk->panel_row_size(c->K) + LM_CPU_CACHE_LINE; /* c->vt unused: the kernel's own layout */
-    c->chunk_off = lm_cpu_pad(c->b_row * (size_t)lm_nrows(b));
-    c->scratch_off = c->chunk_off + LM_CPU_CACHE_LINE;
+    c->scratch_off = lm_cpu_pad(c->b_row * (size_t)lm_nrows(b));
     c->decode_off = c->round_off; /* the panel scratch follows the gather row */
     c->scratch_size = c->decode_off + lm_cpu_pad(tk->panel_scratch(c->K));
 }
@@ -470,8 +467,9 @@ static void mm_panel(const struct mm_ctx *c, const struct lm_cpu_params *p, stru
     const size_t group_bytes = lm_row_size(a->type, c->K) * LM_REPACK_ROWS;
     void *scratch = mm_scratch(c, p) + c->decode_off;
     const int64_t chunk = mm_chunk_groups(n_groups, p->nth);
+    struct mm_chunks k = mm_chunks(p);
     int64_t g0, g1;
-    while (mm_next_chunk(c, p, n_groups, chunk, &g0, &g1)) {
+    while (mm_next_chunk(&k, n_groups, chunk, &g0, &g1)) {
         for (int64_t i3 = 0; i3 < b->ne[3]; i3++) {
             for (int64_t i2 = 0; i2 < b->ne[2]; i2++) {
                 const int64_t row0 = (i3 * b->ne[2] + i2) * N;
@@ -561,7 +559,6 @@ void lm_cpu_op_mul_mat(const struct lm_cpu_params *p, struct lm_tensor *dst)
     if (use_panel(a, b, p->kern)) {
         panel_init(&c, a, b, p->kern);
         mm_convert(&c, p);
-        mm_chunks_reset(&c, p);
         lm_cpu_sync(p);
         mm_panel(&c, p, dst);
         return;
@@ -573,7 +570,6 @@ void lm_cpu_op_mul_mat(const struct lm_cpu_params *p, struct lm_tensor *dst)
             return;
         }
         mm_gemm_convert(&c, p, a);
-        mm_chunks_reset(&c, p);
         lm_cpu_sync(p);
         mm_gemm(&c, p, dst);
         return;
@@ -581,7 +577,6 @@ void lm_cpu_op_mul_mat(const struct lm_cpu_params *p, struct lm_tensor *dst)
     mm_init(&c, a, b, p->kern, 0);
     if (c.convert) {
         mm_convert(&c, p);
-        mm_chunks_reset(&c, p);
         lm_cpu_sync(p);
     }
     const int64_t N = b->ne[1];
@@ -591,7 +586,8 @@ void lm_cpu_op_mul_mat(const struct lm_cpu_params *p, struct lm_tensor *dst)
      * streams one contiguous slice of the weights) */
     int64_t t0, t1;
     if (c.convert && N > 1) {
-        while (mm_next_chunk(&c, p, tl.n_tiles, 1, &t0, &t1))
+        struct mm_chunks k = mm_chunks(p);
+        while (mm_next_chunk(&k, tl.n_tiles, 1, &t0, &t1))
             mm_tiles(&c, p, dst, &tl, t0, t1);
     } else {
         lm_cpu_split(tl.n_tiles, p->ith, p->nth, &t0, &t1);
