@@ -18,10 +18,13 @@
  *
  * With -p N, each step is a prompt of N tokens instead (the cache cleared,
  * one llama_decode of N tokens at positions 0..N-1): prompt t/s, -n counts
- * prompts and -b prompts per block.
+ * prompts and -b prompts per block. With -d N, every token step sees N
+ * cells already in the cache (filled once before the warm-up; each step's
+ * own cell is removed again after it), like llama-bench's depth.
  *
  * Usage: bench_ab -m MODEL [-t threads (2)] [-n tokens (200)] [-c n_ctx (512)]
- *                 [-b block (2)] [-p prompt tokens (0: one-token steps)] VAR A B
+ *                 [-b block (2)] [-p prompt tokens (0: one-token steps)]
+ *                 [-d depth (0)] VAR A B
  * A client of llama.h only; weights read into memory (no mmap).
  */
 #include <math.h>
@@ -43,7 +46,7 @@ static double now(void)
 
 struct ab_opts {
     const char *model, *var, *val[2];
-    long n_tok, n_threads, n_ctx, block, n_prompt;
+    long n_tok, n_threads, n_ctx, block, n_prompt, depth;
 };
 
 /* One timed step of a prompt block: the whole prompt into an empty cache. */
@@ -57,18 +60,39 @@ static int decode_prompt(struct llama_context *ctx, llama_token *prompt, long n_
     return 0;
 }
 
-/* One timed step of a token block: the next token at *pos (the cache starts
- * over when full, so every token sees a short context). */
-static int decode_token(struct llama_context *ctx, llama_token *tok, llama_pos *pos, long n_ctx, int n_vocab)
+/* Fills the cache with depth tokens at positions 0..depth-1, n_batch at a time. */
+static int fill(struct llama_context *ctx, long depth, long n_batch, int n_vocab)
 {
-    if (*pos >= n_ctx - 1) {
+    llama_token *t = calloc((size_t)n_batch, sizeof *t);
+    int rc = t ? 0 : 1;
+    for (long p0 = 0; p0 < depth && rc == 0; p0 += n_batch) {
+        const long n = depth - p0 < n_batch ? depth - p0 : n_batch;
+        for (long i = 0; i < n; i++)
+            t[i] = (llama_token)(((p0 + i) * 7 + 13) % n_vocab);
+        rc = llama_decode(ctx, llama_batch_get_one(t, (int32_t)n, (llama_pos)p0, 0)) != 0;
+    }
+    free(t);
+    if (rc)
+        fprintf(stderr, "bench_ab: cannot fill the cache to depth %ld\n", depth);
+    return rc;
+}
+
+/* One timed step of a token block: the next token at *pos (the cache starts
+ * over when full, so every token sees a short context), or, with a depth,
+ * at position depth, its cell removed again after it. */
+static int decode_token(struct llama_context *ctx, llama_token *tok, llama_pos *pos, long n_ctx, long depth,
+                        int n_vocab)
+{
+    if (!depth && *pos >= n_ctx - 1) {
         llama_kv_cache_clear(ctx);
         *pos = 0;
     }
-    if (llama_decode(ctx, llama_batch_get_one(tok, 1, *pos, 0)) != 0) {
-        fprintf(stderr, "bench_ab: decode failed at position %d\n", (int)*pos);
+    if (llama_decode(ctx, llama_batch_get_one(tok, 1, depth ? (llama_pos)depth : *pos, 0)) != 0) {
+        fprintf(stderr, "bench_ab: decode failed at position %d\n", (int)(depth ? depth : *pos));
         return 1;
     }
+    if (depth)
+        llama_kv_cache_seq_rm(ctx, 0, (llama_pos)depth, -1);
     (*pos)++;
     *tok = (llama_token)((*tok * 7 + 13) % n_vocab); /* tokens do not change the work */
     return 0;
@@ -76,7 +100,8 @@ static int decode_token(struct llama_context *ctx, llama_token *tok, llama_pos *
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: bench_ab -m MODEL [-t threads] [-n tokens] [-c n_ctx] [-b block] [-p prompt] VAR A B\n");
+    fprintf(stderr, "usage: bench_ab -m MODEL [-t threads] [-n tokens] [-c n_ctx] [-b block] [-p prompt] [-d depth] "
+                    "VAR A B\n");
     return 2;
 }
 
@@ -98,6 +123,7 @@ static int parse(int argc, char **argv, struct ab_opts *o)
                     : strcmp(a, "-c") == 0 ? &o->n_ctx
                     : strcmp(a, "-b") == 0 ? &o->block
                     : strcmp(a, "-p") == 0 ? &o->n_prompt
+                    : strcmp(a, "-d") == 0 ? &o->depth
                                            : NULL;
         if (strcmp(a, "-m") == 0 && i + 1 < argc) {
             o->model = argv[++i];
@@ -121,8 +147,8 @@ static int parse(int argc, char **argv, struct ab_opts *o)
 
 int main(int argc, char **argv)
 {
-    struct ab_opts o = {NULL, NULL, {NULL, NULL}, 200, 2, 512, 2, 0};
-    if (parse(argc, argv, &o))
+    struct ab_opts o = {NULL, NULL, {NULL, NULL}, 200, 2, 512, 2, 0, 0};
+    if (parse(argc, argv, &o) || (o.depth && o.n_prompt))
         return usage();
     llama_backend_init(false);
     struct llama_model_params mp = llama_model_default_params();
@@ -135,6 +161,8 @@ int main(int argc, char **argv)
     struct llama_context_params cp = llama_context_default_params();
     if (o.n_prompt && o.n_ctx < o.n_prompt)
         o.n_ctx = o.n_prompt;
+    if (o.depth && o.n_ctx < o.depth + 1)
+        o.n_ctx = o.depth + 1;
     cp.n_ctx = (uint32_t)o.n_ctx;
     if (o.n_prompt)
         cp.n_batch = (uint32_t)o.n_prompt;
@@ -153,7 +181,7 @@ int main(int argc, char **argv)
     long count[2] = {0, 0}, n_pairs = 0;
     llama_token tok = 1;
     llama_pos pos = 0;
-    int rc = 0;
+    int rc = o.depth ? fill(ctx, o.depth, (long)llama_n_batch(ctx), n_vocab) : 0;
     /* 2 blocks of warm-up, then whole pairs of blocks (A then B) */
     const long n_blocks = 2 + 2 * ((o.n_tok + 2 * o.block - 1) / (2 * o.block));
     for (long b = 0; b < n_blocks && rc == 0; b++) {
@@ -162,7 +190,7 @@ int main(int argc, char **argv)
         blk[v] = 0;
         for (long i = 0; i < o.block && rc == 0; i++) {
             const double t0 = now();
-            rc = o.n_prompt ? decode_prompt(ctx, prompt, o.n_prompt) : decode_token(ctx, &tok, &pos, o.n_ctx, n_vocab);
+            rc = o.n_prompt ? decode_prompt(ctx, prompt, o.n_prompt) : decode_token(ctx, &tok, &pos, o.n_ctx, o.depth, n_vocab);
             blk[v] += now() - t0;
         }
         if (b < 2)
