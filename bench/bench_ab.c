@@ -20,11 +20,12 @@
  * one llama_decode of N tokens at positions 0..N-1): prompt t/s, -n counts
  * prompts and -b prompts per block. With -d N, every token step sees N
  * cells already in the cache (filled once before the warm-up; each step's
- * own cell is removed again after it), like llama-bench's depth.
+ * own cell is removed again after it), like llama-bench's depth. -kv q8_0
+ * makes both caches Q8_0 (default f16).
  *
  * Usage: bench_ab -m MODEL [-t threads (2)] [-n tokens (200)] [-c n_ctx (512)]
  *                 [-b block (2)] [-p prompt tokens (0: one-token steps)]
- *                 [-d depth (0)] VAR A B
+ *                 [-d depth (0)] [-kv f16|q8_0] VAR A B
  * A client of llama.h only; weights read into memory (no mmap).
  */
 #include <math.h>
@@ -45,7 +46,7 @@ static double now(void)
 }
 
 struct ab_opts {
-    const char *model, *var, *val[2];
+    const char *model, *var, *val[2], *kv;
     long n_tok, n_threads, n_ctx, block, n_prompt, depth;
 };
 
@@ -101,7 +102,7 @@ static int decode_token(struct llama_context *ctx, llama_token *tok, llama_pos *
 static int usage(void)
 {
     fprintf(stderr, "usage: bench_ab -m MODEL [-t threads] [-n tokens] [-c n_ctx] [-b block] [-p prompt] [-d depth] "
-                    "VAR A B\n");
+                    "[-kv f16|q8_0] VAR A B\n");
     return 2;
 }
 
@@ -127,6 +128,12 @@ static int parse(int argc, char **argv, struct ab_opts *o)
                                            : NULL;
         if (strcmp(a, "-m") == 0 && i + 1 < argc) {
             o->model = argv[++i];
+        } else if (strcmp(a, "-kv") == 0 && i + 1 < argc) {
+            o->kv = argv[++i];
+            if (strcmp(o->kv, "f16") != 0 && strcmp(o->kv, "q8_0") != 0) {
+                fprintf(stderr, "bench_ab: -kv takes f16 or q8_0, got '%s'\n", o->kv);
+                return -1;
+            }
         } else if (num && i + 1 < argc) {
             if ((*num = pos_arg(argv[++i])) < 0) {
                 fprintf(stderr, "bench_ab: %s needs a positive integer, got '%s'\n", a, argv[i]);
@@ -147,7 +154,7 @@ static int parse(int argc, char **argv, struct ab_opts *o)
 
 int main(int argc, char **argv)
 {
-    struct ab_opts o = {NULL, NULL, {NULL, NULL}, 200, 2, 512, 2, 0, 0};
+    struct ab_opts o = {NULL, NULL, {NULL, NULL}, "f16", 200, 2, 512, 2, 0, 0};
     if (parse(argc, argv, &o) || (o.depth && o.n_prompt))
         return usage();
     llama_backend_init(false);
@@ -167,6 +174,7 @@ int main(int argc, char **argv)
     if (o.n_prompt)
         cp.n_batch = (uint32_t)o.n_prompt;
     cp.n_threads = cp.n_threads_batch = (uint32_t)o.n_threads;
+    cp.type_k = cp.type_v = strcmp(o.kv, "q8_0") == 0 ? GGML_TYPE_Q8_0 : GGML_TYPE_F16;
     struct llama_context *ctx = llama_new_context_with_model(model, cp);
     if (!ctx) {
         fprintf(stderr, "bench_ab: cannot make a context\n");
