@@ -151,8 +151,7 @@ static void attn_init(struct attn_ctx *c, const struct lm_tensor *dst, const str
     /* a transposed V is F32, F16 or BF16 (a transposed cache cannot hold blocks): one element per cell */
     const size_t ves = c->v_rows ? 0 : lm_type_traits(c->v->type)->type_size;
     c->vo_off = c->vg_off + lm_cpu_pad((size_t)GATHER_CH * (size_t)c->n_kv * ves);
-    c->kg_off = c->vo_off + (c->v_rows ? lm_cpu_pad((size_t)c->d_v * sizeof(float)) : 0);
-    c->per_thread = c->kg_off + lm_cpu_pad((size_t)c->n_kv * lm_row_size(c->k->type, c->d));
+    c->per_thread = c->vo_off + (c->v_rows ? lm_cpu_pad((size_t)c->d_v * sizeof(float)) : 0);
     const bool v_tiles = c->v_rows ? c->vmad != NULL
                                    : c->vt == LM_TYPE_F16 && vk->vec_dot_tile && c->v->nb[0] == 2;
     if ((c->kt == LM_TYPE_F16 || c->kt == LM_TYPE_Q8_0) && kk->vec_dot_tile && v_tiles &&
@@ -182,6 +181,12 @@ static void attn_init(struct attn_ctx *c, const struct lm_tensor *dst, const str
             c->ktr_off = c->per_thread;
             c->per_thread = c->ktr_off + lm_cpu_pad(ktr_bytes);
         }
+    }
+    /* K rows copied out (attn_krows when they are strided, attn_gathered's tiles) */
+    const size_t krb = lm_row_size(c->k->type, c->d);
+    if (c->ktile || c->k->nb[1] != krb) {
+        c->kg_off = c->per_thread;
+        c->per_thread = c->kg_off + lm_cpu_pad((size_t)c->n_kv * krb);
     }
 }
 
