@@ -40,10 +40,13 @@
  * kernels read such rows at a fraction of their speed (Zen 4, one thread,
  * 22 layers' caches at depth 2048, the decode step's F16 tiles on AVX-512:
  * 19.5 ms per token in place, 6.4 copied out first, 4.6 from a cache of one
- * head). So the scores of an item or a tile read the kv head's rows of the
- * range from a contiguous copy in the thread's scratch (attn_krows, kg_off),
- * made once for the items and tiles that follow with the same kv head and
- * range (the heads of a GQA group). Same bytes, same bits.
+ * head). So under grouped-query attention the scores of an item or a tile
+ * read the kv head's rows of the range from a contiguous copy in the
+ * thread's scratch (attn_krows, kg_off), made once for the items and tiles
+ * that follow with the same kv head and range (the heads of the group).
+ * Same bytes, same bits. Not with one query head per kv head (no second
+ * reader of the copy): llama-7b's rows (256 bytes, 8 KiB apart) decoded 11 %
+ * slower through it (bench_ab -d 2048, 2 threads, Zen 4).
  *
  * Tiles (when the table has vec_dot_tile for k's and v's dot type: F16 or
  * Q8_0 K with F16 V, on AVX-512): up to LM_VEC_DOT_TILE_MAX consecutive
@@ -100,6 +103,7 @@ struct attn_ctx {
     size_t tq_off, ts_off, tp_off, ti_off; /* per thread, per tile slot: widened q, scores, widened p, cells */
     size_t ts_stride, tp_stride, ti_stride;
     size_t kg_off;                    /* per thread: K rows copied out (attn_krows, attn_gathered) */
+    bool kcopy;                       /* strided K rows read through a copy (attn_krows) */
     size_t vt_off;                    /* per thread: gathered V columns (one query's cells) */
     lm_vec_dot_kt_fn kscore;          /* scores from a transposed K (prompt batches), or NULL */
     bool v_rows;                      /* v [d_v, n_kv, n_head_kv], one row per cell (a quantized V cache) */
@@ -182,9 +186,11 @@ static void attn_init(struct attn_ctx *c, const struct lm_tensor *dst, const str
             c->per_thread = c->ktr_off + lm_cpu_pad(ktr_bytes);
         }
     }
-    /* K rows copied out (attn_krows when they are strided, attn_gathered's tiles) */
+    /* K rows copied out (attn_krows when they are strided and a GQA group's
+     * heads read them, attn_gathered's tiles) */
     const size_t krb = lm_row_size(c->k->type, c->d);
-    if (c->ktile || c->k->nb[1] != krb) {
+    c->kcopy = c->ratio > 1 && c->k->nb[1] != krb && c->k->nb[0] == lm_type_size(c->k->type);
+    if (c->ktile || c->kcopy) {
         c->kg_off = c->per_thread;
         c->per_thread = c->kg_off + lm_cpu_pad((size_t)c->n_kv * krb);
     }
@@ -206,17 +212,17 @@ static void build_ktr(const struct attn_ctx *c, char *scratch, int64_t g)
     c->kpack(c->d, c->n_kv, (const char *)c->k->data + g * (int64_t)c->k->nb[2], c->k->nb[1], scratch + c->ktr_off);
 }
 
-/* Kv head g's K rows of the cells [lo, hi): in place when they are
- * contiguous (one kv head per cell), else copied out together to kg_off
- * first, once for the items that follow with the same g, lo and hi (see the
- * file comment). Returns cell lo's row; *stride gets the row stride. */
+/* Kv head g's K rows of the cells [lo, hi): in place, or (kcopy) copied out
+ * together to kg_off first, once for the items that follow with the same g,
+ * lo and hi (see the file comment). Returns cell lo's row; *stride gets the
+ * row stride. */
 static const char *attn_krows(const struct attn_ctx *c, char *scratch, struct attn_held *held, int64_t g, int64_t lo,
                               int64_t hi, size_t *stride)
 {
     const char *krow = (const char *)c->k->data + g * (int64_t)c->k->nb[2] + lo * (int64_t)c->k->nb[1];
     const size_t krb = lm_row_size(c->k->type, c->d);
     *stride = c->k->nb[1];
-    if (*stride == krb || c->k->nb[0] != lm_type_size(c->k->type))
+    if (!c->kcopy)
         return krow;
     if (held->kg_g != g || lo != held->kg_lo || hi != held->kg_hi) {
         for (int64_t j = 0; j < hi - lo; j++)
