@@ -198,7 +198,8 @@ int main(int argc, char **argv)
         blk[v] = 0;
         for (long i = 0; i < o.block && rc == 0; i++) {
             const double t0 = now();
-            rc = o.n_prompt ? decode_prompt(ctx, prompt, o.n_prompt) : decode_token(ctx, &tok, &pos, o.n_ctx, o.depth, n_vocab);
+            rc = o.n_prompt ? decode_prompt(ctx, prompt, o.n_prompt)
+                            : decode_token(ctx, &tok, &pos, o.n_ctx, o.depth, n_vocab);
             blk[v] += now() - t0;
         }
         if (b < 2)

@@ -225,13 +225,13 @@ static int16_t *gemm_sums(const struct mm_ctx *c, const struct lm_cpu_params *p,
  * Phase 2 hands out the weight groups in chunks, an even number of groups
  * each (the panel kernels' 16-row tiles), about MM_CHUNKS_PER_THREAD per
  * thread, from the thread pool's first claim counter (lm_tp_claims: zero
- * when the phase starts, no reset of our own): a thread slowed by another process or a slower core takes fewer
- * chunks instead of holding the others at the node's barrier (a static
- * split of equal shares waits for the slowest). A chunk's weights also stay
- * in L2 while every activation column passes over them. Every output is the
- * same kernel's, whatever chunk and thread it falls to (the kernels' bits do
- * not depend on the row range: tests/cpu/test_gemm.c), so the split changes
- * no result. */
+ * when the phase starts, no reset of our own): a thread slowed by another
+ * process or a slower core takes fewer chunks instead of holding the others
+ * at the node's barrier (a static split of equal shares waits for the
+ * slowest). A chunk's weights also stay in L2 while every activation column
+ * passes over them. Every output is the same kernel's, whatever chunk and
+ * thread it falls to (the kernels' bits do not depend on the row range:
+ * tests/cpu/test_gemm.c), so the split changes no result. */
 #define MM_CHUNKS_PER_THREAD 8
 
 /* Phase 2's chunk counter: the pool's first claim counter (zero when a
