@@ -277,9 +277,8 @@ static struct lm_tensor *attn_mask(struct lm_ctx *ctx, struct ut_rng *r, int sub
         const int64_t a = ut_rng_int(r, n_kv), b = a + ut_rng_int(r, n_kv - a);
         const bool hidden = sub == 5 && ut_rng_int(r, 3) == 0;
         for (int64_t j = 0; j < n_kv; j++) {
-            bool visible = !hidden && j >= a && j <= b && (j == b || ut_rng_int(r, 5));
-            if (sub == 6)
-                visible = i % 2 == 0 || j % 3 != 1 || j == n_kv - 1;
+            const bool visible = sub == 6 ? i % 2 == 0 || j % 3 != 1 || j == n_kv - 1
+                                          : !hidden && j >= a && j <= b && (j == b || ut_rng_int(r, 5));
             lm_set_f32_nd(m, j, i, 0, 0, visible ? ut_rng_float(r, -1.0f, 0.0f) : -INFINITY);
         }
     }
