@@ -14,6 +14,10 @@ ratio lamina / llama.cpp, and for generation the memory-bandwidth bound
 then also runs with that many tokens already in the KV cache ("pp512 @ d4096";
 needs a llama-bench with -d, 2025 or newer).
 
+-t 1,2,4,8,16 runs every test at each thread count (one run of each engine per
+round covers them all, as llama-bench's own -t list does); the table then has
+a threads column. Thread scaling reads down it.
+
 -ngl N passes -ngl to both engines (GPU layers); --llama-args / --lamina-args
 add options for one engine only, e.g. --llama-args "-fa 1" (llama.cpp's flash
 attention) on a GPU. An engine that fails prints its command and the end of
@@ -58,9 +62,21 @@ def test_name(n_prompt, n_gen, n_depth):
     return name + (" @ d%d" % n_depth if n_depth else "")
 
 
+def thread_counts(arg):
+    """-t's value: "2" or "1,2,4,8,16" -> [2] or [1, 2, 4, 8, 16] (each >= 1)."""
+    try:
+        counts = [int(t) for t in arg.split(",")]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError("-t wants thread counts >= 1, comma-separated: %r" % arg)
+    return counts
+
+
 def run_engine(args, model, cmd_prefix):
-    """t/s per test ("pp512", "tg128"), plus the model size and description; None when the engine failed."""
-    cmd = cmd_prefix + ["-m", model, "-t", str(args.threads), "-p", str(args.p), "-n", str(args.n),
+    """t/s per (thread count, test) (test: "pp512", "tg128"), plus the model size and description under "size"
+    and "desc"; None when the engine failed."""
+    cmd = cmd_prefix + ["-m", model, "-t", ",".join(str(t) for t in args.threads), "-p", str(args.p), "-n", str(args.n),
                         "-r", str(args.reps), "-mmp", "0", "-o", "json"]
     if args.depth != "0":
         cmd += ["-d", args.depth]
@@ -75,7 +91,7 @@ def run_engine(args, model, cmd_prefix):
             args.build_shown = True
             sys.stderr.write("llama-bench build: %s (%s), backends %s, gpu %s\n" % (
                 r["build_commit"], r.get("build_number", "?"), r.get("backends", "?"), r.get("gpu_info", "?")))
-        key = test_name(r["n_prompt"], r["n_gen"], r.get("n_depth", 0))
+        key = (r.get("n_threads", args.threads[0]), test_name(r["n_prompt"], r["n_gen"], r.get("n_depth", 0)))
         res[key] = r["avg_ts"]
         res["size"] = r["model_size"]
         res["desc"] = r["model_type"]
@@ -87,7 +103,7 @@ def main():
     ap.add_argument("--llama-bench", required=True)
     ap.add_argument("--lamina", default="build/tools/lamina")
     ap.add_argument("--bandwidth-gbs", type=float, default=0.0, help="read bandwidth for the tg bound")
-    ap.add_argument("-t", "--threads", type=int, default=2)
+    ap.add_argument("-t", "--threads", type=thread_counts, default=[2], help="thread counts, comma-separated")
     ap.add_argument("-p", type=int, default=512)
     ap.add_argument("-n", type=int, default=128)
     ap.add_argument("-d", "--n-depth", dest="depth", default="0",
@@ -100,6 +116,7 @@ def main():
     ap.add_argument("models", nargs="+")
     args = ap.parse_args()
     args.build_shown = False
+    multi = len(args.threads) > 1
     engines = (("llama.cpp", [args.llama_bench] + shlex.split(args.llama_args)),
                ("lamina", [args.lamina, "bench"] + shlex.split(args.lamina_args)))
 
@@ -117,28 +134,32 @@ def main():
                     failed.add(name)
                     continue
                 sys.stderr.write("round %d, %s: %s (%.1f s)\n" % (rnd + 1, name, ", ".join(
-                    "%s %.2f t/s" % (k, v) for k, v in res.items() if isinstance(v, float)), time.time() - start))
+                    "%s%s %.2f t/s" % (k[1], " t%d" % k[0] if multi else "", v) for k, v in res.items()
+                    if isinstance(k, tuple)), time.time() - start))
                 for k, v in res.items():
-                    if isinstance(v, float):
+                    if isinstance(k, tuple):
                         best[name][k] = max(best[name].get(k, 0.0), v)
                     else:
                         best[name][k] = v
         depths = [int(d) for d in args.depth.split(",")]
-        tests = [test_name(p, n, d) for d in depths for p, n in ((args.p, 0), (0, args.n))]
-        for test in tests:
-            a, b = best["llama.cpp"].get(test, 0.0), best["lamina"].get(test, 0.0)
+        tests = [(t, test_name(p, n, d)) for t in args.threads for d in depths for p, n in ((args.p, 0), (0, args.n))]
+        for key in tests:
+            threads, test = key
+            a, b = best["llama.cpp"].get(key, 0.0), best["lamina"].get(key, 0.0)
             bound = ""
             if test.startswith("tg") and args.bandwidth_gbs > 0 and "size" in best["lamina"]:
                 bound = "%.1f" % (args.bandwidth_gbs * 1e9 / best["lamina"]["size"])
             desc = best["lamina"].get("desc", best["llama.cpp"].get("desc", "?"))
-            rows.append((os.path.basename(model), desc, test, "%.2f" % a if a else "failed",
-                         "%.2f" % b if b else "failed", "%.2fx" % (b / a) if a and b else "-", bound))
+            rows.append((os.path.basename(model), desc) + (("%d" % threads,) if multi else ()) + (
+                test, "%.2f" % a if a else "failed", "%.2f" % b if b else "failed",
+                "%.2fx" % (b / a) if a and b else "-", bound))
         sys.stderr.write("done %s\n" % model)
 
-    print("| model file | type | test | llama.cpp t/s | lamina t/s | lamina / llama.cpp | tg bound t/s |")
-    print("|---|---|---|---:|---:|---:|---:|")
+    print("| model file | type |%s test | llama.cpp t/s | lamina t/s | lamina / llama.cpp | tg bound t/s |" % (
+        " threads |" if multi else ""))
+    print("|---|---|%s---|---:|---:|---:|---:|" % ("---:|" if multi else ""))
     for r in rows:
-        print("| %s | %s | %s | %s | %s | %s | %s |" % r)
+        print("| " + " | ".join(r) + " |")
 
 
 if __name__ == "__main__":

@@ -124,21 +124,9 @@ rounds=${GPU_CHECK_ROUNDS:-2}
 deadline=${GPU_CHECK_DEADLINE:-360}
 models=${GPU_CHECK_MODELS:-/tmp/gpu-check-models}
 t0=$(date +%s)
-tprev=$t0
-# stamp MESSAGE: "== elapsed s (+ the previous step's s): MESSAGE"
-stamp() {
-    local now
-    now=$(date +%s)
-    echo "== $((now - t0)) s (previous step $((now - tprev)) s): $*"
-    tprev=$now
-}
-# fits SECONDS WHAT: whether a step of about SECONDS still ends before the deadline
-fits() {
-    local left=$((deadline - ($(date +%s) - t0)))
-    [ "$left" -ge "$1" ] && return 0
-    echo "gpu-check: SKIPPED $2: $left s left before GPU_CHECK_DEADLINE=$deadline, it needs ~$1 s"
-    return 1
-}
+steps_name=gpu-check
+# shellcheck source=scripts/lib/steps.sh
+. scripts/lib/steps.sh # stamp, fits
 
 stamp "machine"
 nvidia-smi -L || { echo "gpu-check: no nvidia-smi: not a GPU machine"; exit 1; }

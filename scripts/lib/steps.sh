@@ -1,0 +1,21 @@
+# shellcheck shell=bash
+# scripts/lib/steps.sh - sourced by the one-call device scripts (gpu-check.sh,
+# cpu-scaling.sh): a timed log of steps and a deadline for optional ones.
+# The caller sets t0 (the run's start, date +%s), deadline (seconds from t0)
+# and steps_name (the script's name in messages, and its knob's prefix).
+
+tprev=${t0:?}
+# stamp MESSAGE: "== elapsed s (previous step s): MESSAGE"
+stamp() {
+    local now
+    now=$(date +%s)
+    echo "== $((now - t0)) s (previous step $((now - tprev)) s): $*"
+    tprev=$now
+}
+# fits SECONDS WHAT: whether a step of about SECONDS still ends before the deadline (else a line saying so)
+fits() {
+    local left=$((${deadline:?} - ($(date +%s) - t0)))
+    [ "$left" -ge "$1" ] && return 0
+    echo "${steps_name:?}: SKIPPED $2: $left s left before the deadline ($deadline s), it needs ~$1 s"
+    return 1
+}
