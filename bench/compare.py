@@ -142,7 +142,8 @@ def main():
                     else:
                         best[name][k] = v
         depths = [int(d) for d in args.depth.split(",")]
-        tests = [(t, test_name(p, n, d)) for t in args.threads for d in depths for p, n in ((args.p, 0), (0, args.n))]
+        tests = [(t, test_name(p, n, d)) for t in args.threads for d in depths
+                 for p, n in ((args.p, 0), (0, args.n)) if p or n]  # -p 0 or -n 0: that test is not run
         for key in tests:
             threads, test = key
             a, b = best["llama.cpp"].get(key, 0.0), best["lamina"].get(key, 0.0)

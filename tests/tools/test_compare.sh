@@ -4,6 +4,7 @@
 # llama-bench (a wrapper: the same JSON records), no timed assertions:
 #  - -t 1: the table without a threads column, a pp16 and a tg4 row, each
 #    with two positive t/s and their ratio;
+#  - -p 0: the tg row alone (no row for the test not run);
 #  - -t 1,2 and -d 0,8: a threads column, the 8 rows in thread order, each
 #    ratio the two t/s' quotient;
 #  - an engine that fails: its column reads "failed", the run still ends 0;
@@ -50,6 +51,10 @@ H2="| model file | type | threads | test | llama.cpp t/s | lamina t/s | lamina /
 check_table "$tmp/t12.md" "$H2" "1|pp16" "1|tg4" "1|pp16 @ d8" "1|tg4 @ d8" "2|pp16" "2|tg4" "2|pp16 @ d8" "2|tg4 @ d8" &&
   ok || bad "-t 1,2 table: $(cat "$tmp/t12.md")"
 grep -q "round 1, lamina: .*pp16 t2 [0-9.]* t/s" "$tmp/err.txt" && ok || bad "no per-thread round line: $(cat "$tmp/err.txt")"
+
+"${C[@]}" --llama-bench "$tmp/llama-bench" -t 1 -p 0 "$M" >"$tmp/p0.md" 2>"$tmp/err.txt" ||
+  bad "-p 0 exited $?: $(cat "$tmp/err.txt")"
+check_table "$tmp/p0.md" "$H1" "|tg4" && ok || bad "-p 0 table (no pp row): $(cat "$tmp/p0.md")"
 
 "${C[@]}" --llama-bench "$tmp/broken" -t 1 "$M" >"$tmp/broken.md" 2>"$tmp/err.txt" ||
   bad "a failing engine ended the run: $?"
