@@ -8,7 +8,11 @@
  * ulp, a = 2u the argument of exp (whose float rounding exp magnifies by |a|;
  * 1e-37 absolute where the value underflows), the generic (tanhf) one the
  * same where 1 + tanh does not cancel (x > -1) and 1e-6 absolute below;
- * specials, tails and in place as for exp. And the silu slot (check_silu). */
+ * specials, tails and in place as for exp. And the silu slot (check_silu).
+ * And the scale_max slot (check_scale_max): every level writes the generic
+ * level's bits for every s[j] (lengths 0..200 and 4099, with and without a
+ * mask holding -inf, NaN, zeros of both signs and an ALiBi slope) and
+ * returns the same maximum (NaN ignored; a zero's sign may differ). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -230,6 +234,65 @@ static void check_silu(const struct lm_cpu_kernels *k)
            (long long)worst);
 }
 
+/* A value in [-8, 8) from a counter-based hash (no libc rand: the same on every platform). */
+static float hval(uint32_t i)
+{
+    i = (i ^ 61u) ^ (i >> 16);
+    i *= 9u;
+    i ^= i >> 4;
+    i *= 0x27d4eb2du;
+    i ^= i >> 15;
+    return (float)(i & 0xFFFF) / 4096.0f - 8.0f;
+}
+
+static void check_scale_max(const struct lm_cpu_kernels *k)
+{
+    enum { M = 4099 };
+    static float x[M], mk[M], want[M], got[M];
+    const char *name = lm_cpu_isa_name(k->isa);
+    const struct lm_cpu_kernels *g = lm_cpu_kernels_for(LM_ISA_GENERIC);
+    int bad = 0, cases = 0;
+    for (int n = 0; n <= 201; n++) {
+        const int len = n == 201 ? M : n;
+        for (int variant = 0; variant < 4; variant++) {
+            for (int j = 0; j < len; j++) {
+                const uint32_t h = (uint32_t)(j * 7919 + n * 104729 + variant * 1299709);
+                x[j] = hval(h);
+                mk[j] = hval(h + 1u) > 6.0f ? -INFINITY : hval(h + 2u) / 4.0f;
+                if (variant == 2 && j % 7 == 3)
+                    x[j] = j % 2 ? NAN : (j % 3 ? 0.0f : -0.0f);
+                if (variant == 3)
+                    x[j] = -INFINITY; /* nothing to find: -inf */
+            }
+            const float *m = variant & 1 ? mk : NULL;
+            const float scale = 0.125f, slope = variant == 1 ? 0.70710677f : 1.0f;
+            memcpy(want, x, sizeof(float) * (size_t)len);
+            memcpy(got, x, sizeof(float) * (size_t)len);
+            const float wmax = g->scale_max(len, want, m, scale, slope);
+            const float gmax = k->scale_max(len, got, m, scale, slope);
+            const bool same_max = wmax == gmax || (isnan(wmax) && isnan(gmax));
+            bad += memcmp(want, got, sizeof(float) * (size_t)len) != 0 || !same_max || isnan(gmax);
+            cases++;
+        }
+    }
+    CHECKF(bad == 0, "%s scale_max: %d of %d cases differ from the generic level", name, bad, cases);
+    /* the generic level itself against the scalar formula */
+    for (int j = 0; j < 37; j++)
+        x[j] = hval((uint32_t)j);
+    memcpy(got, x, sizeof(float) * 37);
+    const float gmax = g->scale_max(37, got, mk, 0.5f, 2.0f);
+    float max = -INFINITY;
+    int wrong = 0;
+    for (int j = 0; j < 37; j++) {
+        float w = x[j] * 0.5f;
+        w += 2.0f * mk[j];
+        wrong += memcmp(&w, &got[j], sizeof w) != 0;
+        max = w > max ? w : max;
+    }
+    CHECKF(wrong == 0 && gmax == max, "generic scale_max against the scalar formula: %d wrong, max %g vs %g", wrong,
+           (double)gmax, (double)max);
+}
+
 int main(void)
 {
     for (int isa = 0; isa <= (int)lm_cpu_isa_best(); isa++) {
@@ -238,6 +301,7 @@ int main(void)
             check_level(k);
             check_gelu(k);
             check_silu(k);
+            check_scale_max(k);
         }
     }
     return lm_test_summary();

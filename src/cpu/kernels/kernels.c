@@ -30,6 +30,7 @@ static void fill_generic(struct lm_cpu_kernels *k)
     memset(k, 0, sizeof *k);
     k->isa = LM_ISA_GENERIC;
     k->exp_sum = lm_exp_sum_generic;
+    k->scale_max = lm_scale_max_generic;
     k->gelu = lm_gelu_generic;
     k->silu = lm_silu_generic;
     for (int t = 0; t < LM_TYPE_COUNT; t++) {

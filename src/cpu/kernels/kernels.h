@@ -219,6 +219,14 @@ struct lm_cpu_type_kernels {
  * unfused attention stay bit-identical with one table. */
 typedef double (*lm_exp_sum_fn)(int64_t n, float *y, const float *x, float max);
 
+/* Softmax's scaling before its exponentials: s[j] = s[j] * scale, then
+ * (m non-NULL) + slope * m[j] for j < n, in place, with SOFT_MAX's scalar
+ * steps (a multiply; a multiply and an add: no FMA, so every level writes
+ * the same bits); returns the largest s[j] (NaN ignored; -inf when there is
+ * none). The levels' maxima are the same value (only a zero's sign may
+ * differ, which exp(w - max) does not see). ATTN's softmax calls it. */
+typedef float (*lm_scale_max_fn)(int64_t n, float *s, const float *m, float scale, float slope);
+
 /* GELU, tanh approximation: y[i] = 0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3)))
  * for i < n (y may be x; NaN stays NaN, gelu(-inf) = -0). Generic: that
  * formula with libm tanhf. SIMD versions: the same function written
@@ -240,6 +248,7 @@ struct lm_cpu_kernels {
     enum lm_cpu_isa isa;                              /* level this table was built for */
     lm_exp_sum_fn exp_sum;
     enum lm_cpu_isa exp_sum_isa;
+    lm_scale_max_fn scale_max;
     lm_gelu_fn gelu;
     enum lm_cpu_isa gelu_isa;
     lm_silu_fn silu;
@@ -318,6 +327,7 @@ void lm_fp32_to_bf16_row_generic(const float *x, void *y, int64_t n);
 void lm_f32_copy_row_generic(const void *x, float *y, int64_t n);
 void lm_f32_from_float_row_generic(const float *x, void *y, int64_t n);
 double lm_exp_sum_generic(int64_t n, float *y, const float *x, float max);
+float lm_scale_max_generic(int64_t n, float *s, const float *m, float scale, float slope);
 void lm_gelu_generic(int64_t n, float *y, const float *x);
 void lm_silu_generic(int64_t n, float *y, const float *x);
 
@@ -402,6 +412,7 @@ void lm_fp32_to_fp16_row_avx2(const float *x, void *y, int64_t n);
 void lm_bf16_to_fp32_row_avx2(const void *x, float *y, int64_t n);
 void lm_fp32_to_bf16_row_avx2(const float *x, void *y, int64_t n);
 double lm_exp_sum_avx2(int64_t n, float *y, const float *x, float max);
+float lm_scale_max_avx2(int64_t n, float *s, const float *m, float scale, float slope);
 void lm_gelu_avx2(int64_t n, float *y, const float *x);
 void lm_silu_avx2(int64_t n, float *y, const float *x);
 
@@ -409,6 +420,7 @@ void lm_silu_avx2(int64_t n, float *y, const float *x);
  * LM_HAVE_X86_AVX512; call only when lm_cpu_kernels_for(LM_ISA_AVX512) is
  * non-NULL, and the *_bf16 dot kernels only when lm_cpu_features()->avx512bf16). */
 double lm_exp_sum_avx512(int64_t n, float *y, const float *x, float max);
+float lm_scale_max_avx512(int64_t n, float *s, const float *m, float scale, float slope);
 void lm_gelu_avx512(int64_t n, float *y, const float *x);
 void lm_silu_avx512(int64_t n, float *y, const float *x);
 /* vec_dot of every weight type (x86-avx512/float_avx512.c, legacy_avx512.c,

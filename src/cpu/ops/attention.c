@@ -92,6 +92,7 @@ struct attn_ctx {
     lm_vec_dot_rows_fn kdot_rows, vdot_rows; /* NULL: kdot per cell, vdot per channel */
     lm_from_float_fn kenc, venc;
     lm_exp_sum_fn exp_sum;
+    lm_scale_max_fn scale_max;
     size_t ranges_off;                /* shared: int32 lo, hi per query */
     size_t holes_off;                 /* shared: per query 1 if [lo, hi) has a hidden cell */
     const uint8_t *holes;             /* that array once phase 1 wrote it (lm_cpu_op_attn) */
@@ -144,6 +145,7 @@ static void attn_init(struct attn_ctx *c, const struct lm_tensor *dst, const str
     c->kenc = kern->type[c->kt].from_float;
     c->venc = kern->type[c->vt].from_float;
     c->exp_sum = kern->exp_sum;
+    c->scale_max = kern->scale_max;
     c->ranges_off = 0;
     c->holes_off = lm_cpu_pad((size_t)c->n_q * 2 * sizeof(int32_t));
     c->thread_off = c->holes_off + lm_cpu_pad((size_t)c->n_q);
@@ -307,46 +309,6 @@ static const void *attn_q(const struct attn_ctx *c, char *scratch, int64_t i, in
     return scratch + c->qc_off;
 }
 
-/* s[j] = s[j] * scale (+ slope * m[j]) for j < n, the same float steps as
- * attn_softmax's loop; returns the largest (NaN ignored, as there). Written
- * with GCC vector types (4 lanes: the generic code's baseline SSE2; GCC does
- * not vectorize the scalar form) and a running maximum per lane; the result
- * is the same value (only a zero's sign could differ, which exp(w - max)
- * does not see). */
-typedef float attn_v4f __attribute__((vector_size(16)));
-typedef int32_t attn_v4i __attribute__((vector_size(16)));
-
-static float scale_max(const struct attn_ctx *c, float *s, int64_t n, const float *m, float slope)
-{
-    const float scale = c->scale;
-    const attn_v4f vs = {scale, scale, scale, scale}, vk = {slope, slope, slope, slope};
-    attn_v4f lane = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
-    int64_t j = 0;
-    for (; j + 4 <= n; j += 4) {
-        attn_v4f w, mv;
-        memcpy(&w, s + j, sizeof w);
-        w = w * vs;
-        if (m) {
-            memcpy(&mv, m + j, sizeof mv);
-            w = w + vk * mv;
-        }
-        memcpy(s + j, &w, sizeof w);
-        const attn_v4i gt = w > lane; /* lanes where w is larger (false for NaN) */
-        lane = (attn_v4f)(((attn_v4i)w & gt) | ((attn_v4i)lane & ~gt));
-    }
-    float max = -INFINITY;
-    for (int l = 0; l < 4; l++)
-        max = lane[l] > max ? lane[l] : max;
-    for (; j < n; j++) {
-        float w = s[j] * scale;
-        if (m)
-            w += slope * m[j];
-        s[j] = w;
-        max = w > max ? w : max;
-    }
-    return max;
-}
-
 /* The softmax's end on n compacted values w: exp(w - max) (the table's
  * exp_sum, double sum), then one float multiply by 1 / sum. */
 static void normalize(const struct attn_ctx *c, float *s, int64_t n, float max)
@@ -373,10 +335,10 @@ static int64_t attn_softmax(const struct attn_ctx *c, const void *qc, const char
         c->kdot_rows(c->d, hi - lo, s + lo, krow, kstride, qc);
     float max = -INFINITY;
     int64_t n = 0;
-    if (have && !c->holes[i]) { /* the loop below without its branches (scale_max) */
+    if (have && !c->holes[i]) { /* the loop below without its branches (the table's scale_max) */
         n = hi - lo;
         idx[0] = (int32_t)lo; /* the P.V path reads only the first cell when there is no hole */
-        max = scale_max(c, s + lo, n, c->mask ? mask_row(c, i) + lo : NULL, slope);
+        max = c->scale_max(n, s + lo, c->mask ? mask_row(c, i) + lo : NULL, c->scale, slope);
     }
     for (int64_t j = lo + n; j < hi; j++) {
         const float m = c->mask ? mask_at(c, j, i) : 0.0f;

@@ -119,3 +119,32 @@ static inline __m256 silu8(__m256 x)
 
 /* Contract: kernels.h. */
 void lm_silu_avx2(int64_t n, float *y, const float *x) { map8(n, y, x, silu8); }
+
+/* Contract: kernels.h (lm_scale_max_fn): 8 lanes, two running maxima; the
+ * tail as the generic loop. */
+float lm_scale_max_avx2(int64_t n, float *s, const float *m, float scale, float slope)
+{
+    const __m256 vs = _mm256_set1_ps(scale), vk = _mm256_set1_ps(slope);
+    __m256 lane[2] = {_mm256_set1_ps(-INFINITY), _mm256_set1_ps(-INFINITY)};
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16)
+        for (int l = 0; l < 2; l++) {
+            __m256 w = _mm256_mul_ps(_mm256_loadu_ps(s + j + 8 * l), vs);
+            if (m)
+                w = _mm256_add_ps(w, _mm256_mul_ps(vk, _mm256_loadu_ps(m + j + 8 * l)));
+            _mm256_storeu_ps(s + j + 8 * l, w);
+            lane[l] = _mm256_blendv_ps(lane[l], w, _mm256_cmp_ps(w, lane[l], _CMP_GT_OQ));
+        }
+    float v[8], max = -INFINITY;
+    _mm256_storeu_ps(v, _mm256_max_ps(lane[0], lane[1]));
+    for (int l = 0; l < 8; l++)
+        max = v[l] > max ? v[l] : max;
+    for (; j < n; j++) {
+        float w = s[j] * scale;
+        if (m)
+            w += slope * m[j];
+        s[j] = w;
+        max = w > max ? w : max;
+    }
+    return max;
+}

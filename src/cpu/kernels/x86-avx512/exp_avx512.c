@@ -99,3 +99,32 @@ static inline __m512 silu16(__m512 x)
 
 /* Contract: kernels.h. */
 void lm_silu_avx512(int64_t n, float *y, const float *x) { map16(n, y, x, silu16); }
+
+/* Contract: kernels.h (lm_scale_max_fn): 16 lanes, four running maxima
+ * (the compare-and-move chain would otherwise bound the loop); the tail
+ * masked. */
+float lm_scale_max_avx512(int64_t n, float *s, const float *m, float scale, float slope)
+{
+    const __m512 vs = _mm512_set1_ps(scale), vk = _mm512_set1_ps(slope);
+    __m512 lane[4];
+    for (int l = 0; l < 4; l++)
+        lane[l] = _mm512_set1_ps(-INFINITY);
+    int64_t j = 0;
+    for (; j + 64 <= n; j += 64)
+        for (int l = 0; l < 4; l++) {
+            __m512 w = _mm512_mul_ps(_mm512_loadu_ps(s + j + 16 * l), vs);
+            if (m)
+                w = _mm512_add_ps(w, _mm512_mul_ps(vk, _mm512_loadu_ps(m + j + 16 * l)));
+            _mm512_storeu_ps(s + j + 16 * l, w);
+            lane[l] = _mm512_mask_mov_ps(lane[l], _mm512_cmp_ps_mask(w, lane[l], _CMP_GT_OQ), w);
+        }
+    for (; j < n; j += 16) {
+        const __mmask16 k = (__mmask16)(n - j >= 16 ? 0xFFFF : (1u << (n - j)) - 1);
+        __m512 w = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, s + j), vs);
+        if (m)
+            w = _mm512_add_ps(w, _mm512_mul_ps(vk, _mm512_maskz_loadu_ps(k, m + j)));
+        _mm512_mask_storeu_ps(s + j, k, w);
+        lane[0] = _mm512_mask_mov_ps(lane[0], _mm512_mask_cmp_ps_mask(k, w, lane[0], _CMP_GT_OQ), w);
+    }
+    return _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(lane[0], lane[1]), _mm512_max_ps(lane[2], lane[3])));
+}
