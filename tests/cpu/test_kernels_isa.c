@@ -618,7 +618,8 @@ static void isa_dot_rows(const struct lm_cpu_kernels *k, enum lm_type t, struct 
     uc_free(fx);
 }
 
-/* vec_dot_tile of every table that has one: nr rows (1..5) against nq
+/* vec_dot_tile of every table that has one: nr rows (1..9: the AVX-512 F16
+ * tile's groups of 4 rows and the rows after them) against nq
  * y (1..4: widened F16 values, or Q8_0 rows) of their own lengths (0, tails,
  * whole steps; Q8_0 whole blocks, 1..3 blocks past steps of 4; the tile's
  * lengths equal or all different, up to 4100): every result bit-identical
@@ -627,7 +628,7 @@ static void isa_dot_rows(const struct lm_cpu_kernels *k, enum lm_type t, struct 
  * them in its sum would show), nothing written past nr. Returns the cases. */
 static int isa_dot_tile(const struct lm_cpu_kernels *k, enum lm_type t, struct uc_rng *r)
 {
-    enum { NMAX = 4100, ROWS = 5, YQ = LM_VEC_DOT_TILE_MAX };
+    enum { NMAX = 4100, ROWS = 9, YQ = LM_VEC_DOT_TILE_MAX };
     const struct lm_cpu_type_kernels *tk = &k->type[t];
     const size_t bx = lm_row_size(t, NMAX + 40) + 6;
     char *x = uc_alloc(bx * ROWS, 2), *yq[YQ];
@@ -653,7 +654,7 @@ static int isa_dot_tile(const struct lm_cpu_kernels *k, enum lm_type t, struct u
     int bad = 0, cases = 0;
     for (int a = 0; a < nn; a++)
         for (int nq = 1; nq <= YQ; nq++)
-            for (int nr = 1; nr <= ROWS; nr += 2, cases++) {
+            for (int nr = 1; nr <= ROWS; nr++, cases++) {
                 int64_t len[YQ];
                 for (int q = 0; q < nq; q++) /* equal, then spread over the list */
                     len[q] = (a + nq) % 3 == 0 ? ns[a] : ns[(a + 5 * q) % nn];
