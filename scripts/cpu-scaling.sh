@@ -113,9 +113,8 @@ stamp "machine"
 grep -m1 'model name' /proc/cpuinfo
 echo "cores: $jobs; threads measured: $threads; commit: $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 lscpu 2>/dev/null | grep -E '^(Socket|NUMA node|Core|Thread|L2|L3)' || true
-echo "ISA flags: $(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' |
-    grep -E '^(avx2|avx512f|avx512bw|avx512_vnni|avx512_bf16|avx512_fp16|avx512vbmi|avx_vnni|amx_tile|amx_int8|amx_bf16)$' |
-    tr '\n' ' ')"
+isa='avx2|avx512f|avx512bw|avx512_vnni|avx512_bf16|avx512_fp16|avx512vbmi|avx_vnni|amx_tile|amx_int8|amx_bf16'
+echo "ISA flags: $(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E "^($isa)\$" | tr '\n' ' ')"
 grep -m1 MemTotal /proc/meminfo
 
 # 2. builds, at once
@@ -132,7 +131,8 @@ if [ -z "$llama_dir" ]; then
                 cmake -S $lbuild/src -B $lbuild/build -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
                     -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
                     -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF >$lbuild/cmake.log 2>&1 &&
-                nice cmake --build $lbuild/build -j "$jobs" --target llama-bench llama-batched-bench >$lbuild/build.log 2>&1
+                nice cmake --build $lbuild/build -j "$jobs" --target llama-bench llama-batched-bench \
+                    >$lbuild/build.log 2>&1
         ) &
         lpid=$!
         bg="$bg $lpid"

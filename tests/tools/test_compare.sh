@@ -51,9 +51,10 @@ check_table "$tmp/t1.md" "$H1" "|pp16" "|tg4" && ok || bad "-t 1 table: $(cat "$
 H2="| model file | type | threads | test | llama.cpp t/s | lamina t/s | lamina / llama.cpp | tg bound t/s |"
 "${C[@]}" --llama-bench "$tmp/llama-bench" -t 1,2 -d 0,8 "$M" >"$tmp/t12.md" 2>"$tmp/err.txt" ||
   bad "-t 1,2 exited $?: $(cat "$tmp/err.txt")"
-check_table "$tmp/t12.md" "$H2" "1|pp16" "1|tg4" "1|pp16 @ d8" "1|tg4 @ d8" "2|pp16" "2|tg4" "2|pp16 @ d8" "2|tg4 @ d8" &&
-  ok || bad "-t 1,2 table: $(cat "$tmp/t12.md")"
-grep -q "round 1, lamina: .*pp16 t2 [0-9.]* t/s" "$tmp/err.txt" && ok || bad "no per-thread round line: $(cat "$tmp/err.txt")"
+check_table "$tmp/t12.md" "$H2" "1|pp16" "1|tg4" "1|pp16 @ d8" "1|tg4 @ d8" \
+  "2|pp16" "2|tg4" "2|pp16 @ d8" "2|tg4 @ d8" && ok || bad "-t 1,2 table: $(cat "$tmp/t12.md")"
+grep -q "round 1, lamina: .*pp16 t2 [0-9.]* t/s" "$tmp/err.txt" && ok ||
+  bad "no per-thread round line: $(cat "$tmp/err.txt")"
 
 "${C[@]}" --llama-bench "$tmp/llama-bench" -t 1 -p 0 "$M" >"$tmp/p0.md" 2>"$tmp/err.txt" ||
   bad "-p 0 exited $?: $(cat "$tmp/err.txt")"

@@ -121,7 +121,7 @@ static inline __m256 silu8(__m256 x)
 void lm_silu_avx2(int64_t n, float *y, const float *x) { map8(n, y, x, silu8); }
 
 /* Contract: kernels.h (lm_scale_max_fn): 8 lanes, two running maxima; the
- * tail as the generic loop. */
+ * last n % 16 values by the generic level (the same steps per value). */
 float lm_scale_max_avx2(int64_t n, float *s, const float *m, float scale, float slope)
 {
     const __m256 vs = _mm256_set1_ps(scale), vk = _mm256_set1_ps(slope);
@@ -135,16 +135,9 @@ float lm_scale_max_avx2(int64_t n, float *s, const float *m, float scale, float 
             _mm256_storeu_ps(s + j + 8 * l, w);
             lane[l] = _mm256_blendv_ps(lane[l], w, _mm256_cmp_ps(w, lane[l], _CMP_GT_OQ));
         }
-    float v[8], max = -INFINITY;
+    float v[8], max = lm_scale_max_generic(n - j, s + j, m ? m + j : NULL, scale, slope);
     _mm256_storeu_ps(v, _mm256_max_ps(lane[0], lane[1]));
     for (int l = 0; l < 8; l++)
         max = v[l] > max ? v[l] : max;
-    for (; j < n; j++) {
-        float w = s[j] * scale;
-        if (m)
-            w += slope * m[j];
-        s[j] = w;
-        max = w > max ? w : max;
-    }
     return max;
 }
