@@ -38,8 +38,8 @@ void lm_cpu_kernels_init_avx2(struct lm_cpu_kernels *k)
     lm_cpu_set_to(k, LM_TYPE_Q4_0, lm_dequantize_row_q4_0_avx2);
     lm_cpu_set_to(k, LM_TYPE_Q8_0, lm_dequantize_row_q8_0_avx2);
     k->exp_sum = lm_exp_sum_avx2;
-    k->scale_max = lm_scale_max_avx2;
     k->exp_sum_isa = k->isa;
+    k->scale_max = lm_scale_max_avx2;
     k->gelu = lm_gelu_avx2;
     k->gelu_isa = k->isa;
     k->silu = lm_silu_avx2;

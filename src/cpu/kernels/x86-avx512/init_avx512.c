@@ -92,8 +92,8 @@ void lm_cpu_kernels_init_avx512(struct lm_cpu_kernels *k)
         k->type[LM_TYPE_IQ2_XS].vec_dot_cols = lm_vec_dot_cols_iq2_xs_q8_K_avx512;
     }
     k->exp_sum = lm_exp_sum_avx512;
-    k->scale_max = lm_scale_max_avx512;
     k->exp_sum_isa = k->isa;
+    k->scale_max = lm_scale_max_avx512;
     k->gelu = lm_gelu_avx512;
     k->gelu_isa = k->isa;
     k->silu = lm_silu_avx512;
