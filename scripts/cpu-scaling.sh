@@ -31,8 +31,8 @@
 # Staging (on the development machine, before the device run):
 # `scripts/cpu-scaling.sh --stage` packs llama.cpp's source (git archive of
 # $LLAMA_SRC's HEAD, default /work/ref/llama.cpp: the parts llama-bench
-# needs, ~7 MB xz) into the git-ignored .gpu-shared with the vocabulary
-# mkmodel reads, and notes its commit; the device run names .gpu-shared in
+# needs, ~9 MB of gzip, which every machine unpacks) into the git-ignored
+# .gpu-shared with the vocabulary mkmodel reads, and notes its commit; the device run names .gpu-shared in
 # its carry: run(command="bash scripts/cpu-scaling.sh $OUT",
 # carry=[".gpu-shared"], timeout_s=600). The device machine has no network,
 # so llama.cpp is built there from that copy (never committed here).
@@ -54,8 +54,8 @@ if [ "${1:-}" = --stage ]; then
     mkdir -p .gpu-shared/models/ggml-vocab || exit 1
     cp "$shared/$voc" .gpu-shared/$voc && chmod u+w .gpu-shared/$voc || exit 1
     # shellcheck disable=SC2086 # one word per path
-    git -C "$lsrc" archive --format=tar HEAD $srcs | xz -T0 -6 >.gpu-shared/llama.cpp-src.tar.xz ||
-        { echo "stage: git archive of $lsrc failed"; rm -f .gpu-shared/llama.cpp-src.tar.xz; exit 1; }
+    git -C "$lsrc" archive --format=tar HEAD $srcs | gzip -6 >.gpu-shared/llama.cpp-src.tar.gz ||
+        { echo "stage: git archive of $lsrc failed"; rm -f .gpu-shared/llama.cpp-src.tar.gz; exit 1; }
     git -C "$lsrc" log -1 --format='llama.cpp %H (%cd)' --date=short >.gpu-shared/llama.cpp-src.txt
     tree=$( (git ls-files -z; git ls-files -z -o --exclude-standard) | xargs -0 -r stat -c %s 2>/dev/null |
         awk '{ s += $1 } END { print s + 0 }')
@@ -63,11 +63,11 @@ if [ "${1:-}" = --stage ]; then
     if [ $((total + tree)) -gt $((62 * 1024 * 1024)) ]; then
         echo "stage: REFUSED: .gpu-shared ($((total / 1048576)) MiB) and the work tree ($((tree / 1048576)) MiB)" \
             "pass 62 MiB (a run carries at most 64)"
-        rm -f .gpu-shared/llama.cpp-src.tar.xz
+        rm -f .gpu-shared/llama.cpp-src.tar.gz
         exit 1
     fi
-    echo "stage: $(cat .gpu-shared/llama.cpp-src.txt) -> .gpu-shared/llama.cpp-src.tar.xz," \
-        "$(stat -c %s .gpu-shared/llama.cpp-src.tar.xz) bytes; .gpu-shared: $(du -sh .gpu-shared | cut -f1)"
+    echo "stage: $(cat .gpu-shared/llama.cpp-src.txt) -> .gpu-shared/llama.cpp-src.tar.gz," \
+        "$(stat -c %s .gpu-shared/llama.cpp-src.tar.gz) bytes; .gpu-shared: $(du -sh .gpu-shared | cut -f1)"
     exit 0
 fi
 
@@ -122,12 +122,12 @@ lbuild=/tmp/cpu-scaling-llama
 llama_dir=${LLAMA_BENCH_CPU:-}
 lpid=""
 if [ -z "$llama_dir" ]; then
-    if [ -f "$shared/llama.cpp-src.tar.xz" ] || [ -f .gpu-shared/llama.cpp-src.tar.xz ]; then
-        tarball=$shared/llama.cpp-src.tar.xz
-        [ -f "$tarball" ] || tarball=$PWD/.gpu-shared/llama.cpp-src.tar.xz
+    if [ -f "$shared/llama.cpp-src.tar.gz" ] || [ -f .gpu-shared/llama.cpp-src.tar.gz ]; then
+        tarball=$shared/llama.cpp-src.tar.gz
+        [ -f "$tarball" ] || tarball=$PWD/.gpu-shared/llama.cpp-src.tar.gz
         cat "$(dirname "$tarball")/llama.cpp-src.txt" 2>/dev/null
         (
-            rm -rf $lbuild && mkdir -p $lbuild/src && tar -xJf "$tarball" -C $lbuild/src &&
+            rm -rf $lbuild && mkdir -p $lbuild/src && tar -xzf "$tarball" -C $lbuild/src &&
                 cmake -S $lbuild/src -B $lbuild/build -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
                     -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
                     -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF >$lbuild/cmake.log 2>&1 &&
