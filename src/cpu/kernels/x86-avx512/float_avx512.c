@@ -227,16 +227,13 @@ static ALWAYS_INLINE void tile_store(const int R, const int Q, __m512 (*a)[LM_VE
             s[q][r0 + r] = out[t];
 }
 
-/* tile_f16 for queries of one length n (K scores: n = d; P.V of one query's
- * heads): the same steps without the per-query length tests, which made the
- * compiler keep the accumulators in memory (many short rows, the decode
- * step's K scores, ran at half this speed). The last partial step loads x
- * and y zeroed past n: tile_f16's + 0 * 0. */
-static ALWAYS_INLINE void tile_f16_eq(const int R, const int Q, const bool tail, int64_t n, float *const *s, int64_t r0,
-                                      const void *vx, size_t bx, const float *const *y)
+/* A tile's start: x[r] = row r, the accumulators zeroed, then every whole
+ * 32-element step below n, each half's 16 lanes in turn (4 x and 1 y live);
+ * returns where the steps stopped. */
+static ALWAYS_INLINE int64_t tile_steps(const int R, const int Q, int64_t n, const void *vx, size_t bx,
+                                        const float *const *y, const lm_fp16 **x,
+                                        __m512 (*a)[LM_VEC_DOT_TILE_MAX][2])
 {
-    __m512 a[TILE_R][LM_VEC_DOT_TILE_MAX][2];
-    const lm_fp16 *x[TILE_R];
     for (int r = 0; r < R; r++) {
         x[r] = row_at(vx, bx, r);
         for (int q = 0; q < Q; q++)
@@ -254,6 +251,20 @@ static ALWAYS_INLINE void tile_f16_eq(const int R, const int Q, const bool tail,
                     a[r][q][h] = _mm512_fmadd_ps(xv[r], yv, a[r][q][h]);
             }
         }
+    return i;
+}
+
+/* tile_f16 for queries of one length n (K scores: n = d; P.V of one query's
+ * heads): the same steps without the per-query length tests, which made the
+ * compiler keep the accumulators in memory (many short rows, the decode
+ * step's K scores, ran at half this speed). The last partial step loads x
+ * and y zeroed past n: tile_f16's + 0 * 0. */
+static ALWAYS_INLINE void tile_f16_eq(const int R, const int Q, const bool tail, int64_t n, float *const *s, int64_t r0,
+                                      const void *vx, size_t bx, const float *const *y)
+{
+    __m512 a[TILE_R][LM_VEC_DOT_TILE_MAX][2];
+    const lm_fp16 *x[TILE_R];
+    int64_t i = tile_steps(R, Q, n, vx, bx, y, x, a);
     for (; tail && i < n; i += 16) {
         const int j = (int)(i % 32) / 16;
         const __mmask16 m = (__mmask16)(n - i >= 16 ? 0xFFFF : (1u << (n - i)) - 1);
@@ -274,23 +285,7 @@ static ALWAYS_INLINE void tile_f16(const int R, const int Q, int64_t nmin, int64
 {
     __m512 a[TILE_R][LM_VEC_DOT_TILE_MAX][2];
     const lm_fp16 *x[TILE_R];
-    for (int r = 0; r < R; r++) {
-        x[r] = row_at(vx, bx, r);
-        for (int q = 0; q < Q; q++)
-            a[r][q][0] = a[r][q][1] = _mm512_setzero_ps();
-    }
-    int64_t i = 0;
-    for (; i + 32 <= nmin; i += 32) /* whole for every query; each half's 16 lanes in turn */
-        for (int h = 0; h < 2; h++) {
-            __m512 xv[TILE_R];
-            for (int r = 0; r < R; r++)
-                xv[r] = load_f16x16(x[r] + i + 16 * h);
-            for (int q = 0; q < Q; q++) {
-                const __m512 yv = _mm512_loadu_ps(y[q] + i + 16 * h);
-                for (int r = 0; r < R; r++)
-                    a[r][q][h] = _mm512_fmadd_ps(xv[r], yv, a[r][q][h]);
-            }
-        }
+    int64_t i = tile_steps(R, Q, nmin, vx, bx, y, x, a); /* whole for every query */
     for (; i < nmax; i += 16) {
         const int j = (int)(i % 32) / 16;
         const __mmask16 mx = (__mmask16)(nmax - i >= 16 ? 0xFFFF : (1u << (nmax - i)) - 1);
