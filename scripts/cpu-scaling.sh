@@ -47,6 +47,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 srcs="CMakeLists.txt cmake ggml src include common tools vendor app licenses LICENSE"
+t0=$(date +%s)
+steps_name=cpu-scaling
+# shellcheck source=scripts/lib/steps.sh
+. scripts/lib/steps.sh # stamp, fits, carry_over
 if [ "${1:-}" = --stage ]; then
     lsrc=${LLAMA_SRC:-/work/ref/llama.cpp}
     shared=${LM_SHARED_DIR:-../shared}
@@ -57,11 +61,8 @@ if [ "${1:-}" = --stage ]; then
     git -C "$lsrc" archive --format=tar HEAD $srcs | gzip -6 >.gpu-shared/llama.cpp-src.tar.gz ||
         { echo "stage: git archive of $lsrc failed"; rm -f .gpu-shared/llama.cpp-src.tar.gz; exit 1; }
     git -C "$lsrc" log -1 --format='llama.cpp %H (%cd)' --date=short >.gpu-shared/llama.cpp-src.txt
-    tree=$( (git ls-files -z; git ls-files -z -o --exclude-standard) | xargs -0 -r stat -c %s 2>/dev/null |
-        awk '{ s += $1 } END { print s + 0 }')
-    total=$(du -sb .gpu-shared | cut -f1)
-    if [ $((total + tree)) -gt $((62 * 1024 * 1024)) ]; then
-        echo "stage: REFUSED: .gpu-shared ($((total / 1048576)) MiB) and the work tree ($((tree / 1048576)) MiB)" \
+    if carry_over; then
+        echo "stage: REFUSED: .gpu-shared ($shared_mib MiB) and the work tree ($tree_mib MiB)" \
             "pass 62 MiB (a run carries at most 64)"
         rm -f .gpu-shared/llama.cpp-src.tar.gz
         exit 1
@@ -97,10 +98,6 @@ if [ -z "$threads" ]; then
     threads="$threads$jobs"
 fi
 half=$((jobs / 2 > 0 ? jobs / 2 : 1))
-t0=$(date +%s)
-steps_name=cpu-scaling
-# shellcheck source=scripts/lib/steps.sh
-. scripts/lib/steps.sh # stamp, fits
 shared=${LM_SHARED_DIR:-}
 if [ -z "$shared" ]; then
     if [ -d ../shared/models/ggml-vocab ]; then shared=$(cd ../shared && pwd); else shared=$PWD/.gpu-shared; fi

@@ -50,6 +50,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 cudalibs=/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib
+t0=$(date +%s)
+steps_name=gpu-check
+# shellcheck source=scripts/lib/steps.sh
+. scripts/lib/steps.sh # stamp, fits, carry_over
 if [ "${1:-}" = --stage ]; then
     src=${LM_SHARED_DIR:-../shared}
     for f in models/stories260K.gguf models/ggml-vocab/ggml-vocab-llama-spm.gguf fixtures/arch; do
@@ -66,14 +70,9 @@ if [ "${1:-}" = --stage ]; then
             echo "stage: llama-bench stripped"
         fi
         rm -f $dst.stripped
-        # the device copies tracked files, untracked unignored files and the carried paths: 64 MiB in all
-        tree=$( (git ls-files -z; git ls-files -z -o --exclude-standard) | xargs -0 -r stat -c %s 2>/dev/null |
-            awk '{ s += $1 } END { print s + 0 }')
-        limit=$((62 * 1024 * 1024 - tree))
-        total=$(du -sb .gpu-shared | cut -f1)
-        if [ "$total" -gt "$limit" ]; then
+        if carry_over; then
             echo "stage: REFUSED: with llama-bench ($(du -h $dst | cut -f1)) .gpu-shared would be" \
-                "$((total / 1048576)) MiB; with the work tree's $((tree / 1048576)) MiB that passes 62 MiB" \
+                "$shared_mib MiB; with the work tree's $tree_mib MiB that passes 62 MiB" \
                 "(a run carries at most 64 MiB): build llama-bench" \
                 "for one sm (CMAKE_CUDA_ARCHITECTURES=90a), GGML_CUDA_COMPRESSION_MODE=size; not staged"
             rm -rf .gpu-shared/llama.cpp
@@ -123,10 +122,6 @@ build="build-gpu"
 rounds=${GPU_CHECK_ROUNDS:-2}
 deadline=${GPU_CHECK_DEADLINE:-360}
 models=${GPU_CHECK_MODELS:-/tmp/gpu-check-models}
-t0=$(date +%s)
-steps_name=gpu-check
-# shellcheck source=scripts/lib/steps.sh
-. scripts/lib/steps.sh # stamp, fits
 
 stamp "machine"
 nvidia-smi -L || { echo "gpu-check: no nvidia-smi: not a GPU machine"; exit 1; }
