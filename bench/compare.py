@@ -74,10 +74,10 @@ def thread_counts(arg):
 
 
 def run_engine(args, model, cmd_prefix):
-    """t/s per (thread count, test) (test: "pp512", "tg128"), plus the model size and description under "size"
-    and "desc"; None when the engine failed."""
-    cmd = cmd_prefix + ["-m", model, "-t", ",".join(str(t) for t in args.threads), "-p", str(args.p), "-n", str(args.n),
-                        "-r", str(args.reps), "-mmp", "0", "-o", "json"]
+    """(t/s per (thread count, test), {"size": model bytes, "desc": model type}); test: "pp512", "tg128", ...;
+    None when the engine failed."""
+    cmd = cmd_prefix + ["-m", model, "-t", ",".join(str(t) for t in args.threads), "-p", str(args.p),
+                        "-n", str(args.n), "-r", str(args.reps), "-mmp", "0", "-o", "json"]
     if args.depth != "0":
         cmd += ["-d", args.depth]
     if args.ngl is not None:
@@ -85,7 +85,7 @@ def run_engine(args, model, cmd_prefix):
     records = run_json(cmd)
     if records is None:
         return None
-    res = {}
+    res, info = {}, {}
     for r in records:
         if "build_commit" in r and not args.build_shown:
             args.build_shown = True
@@ -93,9 +93,8 @@ def run_engine(args, model, cmd_prefix):
                 r["build_commit"], r.get("build_number", "?"), r.get("backends", "?"), r.get("gpu_info", "?")))
         key = (r.get("n_threads", args.threads[0]), test_name(r["n_prompt"], r["n_gen"], r.get("n_depth", 0)))
         res[key] = r["avg_ts"]
-        res["size"] = r["model_size"]
-        res["desc"] = r["model_type"]
-    return res
+        info = {"size": r["model_size"], "desc": r["model_type"]}
+    return res, info
 
 
 def main():
@@ -122,25 +121,24 @@ def main():
 
     rows = []
     for model in args.models:
-        best = {"llama.cpp": {}, "lamina": {}}
+        best = {"llama.cpp": {}, "lamina": {}}  # best t/s per (threads, test)
+        info = {"llama.cpp": {}, "lamina": {}}
         failed = set()
         for rnd in range(args.rounds):
             for name, prefix in engines:
                 if name in failed:
                     continue
                 start = time.time()
-                res = run_engine(args, model, prefix)
-                if res is None:
+                got = run_engine(args, model, prefix)
+                if got is None:
                     failed.add(name)
                     continue
+                res, info[name] = got
                 sys.stderr.write("round %d, %s: %s (%.1f s)\n" % (rnd + 1, name, ", ".join(
-                    "%s%s %.2f t/s" % (k[1], " t%d" % k[0] if multi else "", v) for k, v in res.items()
-                    if isinstance(k, tuple)), time.time() - start))
+                    "%s%s %.2f t/s" % (k[1], " t%d" % k[0] if multi else "", v) for k, v in res.items()),
+                    time.time() - start))
                 for k, v in res.items():
-                    if isinstance(k, tuple):
-                        best[name][k] = max(best[name].get(k, 0.0), v)
-                    else:
-                        best[name][k] = v
+                    best[name][k] = max(best[name].get(k, 0.0), v)
         depths = [int(d) for d in args.depth.split(",")]
         tests = [(t, test_name(p, n, d)) for t in args.threads for d in depths
                  for p, n in ((args.p, 0), (0, args.n)) if p or n]  # -p 0 or -n 0: that test is not run
@@ -148,9 +146,9 @@ def main():
             threads, test = key
             a, b = best["llama.cpp"].get(key, 0.0), best["lamina"].get(key, 0.0)
             bound = ""
-            if test.startswith("tg") and args.bandwidth_gbs > 0 and "size" in best["lamina"]:
-                bound = "%.1f" % (args.bandwidth_gbs * 1e9 / best["lamina"]["size"])
-            desc = best["lamina"].get("desc", best["llama.cpp"].get("desc", "?"))
+            if test.startswith("tg") and args.bandwidth_gbs > 0 and "size" in info["lamina"]:
+                bound = "%.1f" % (args.bandwidth_gbs * 1e9 / info["lamina"]["size"])
+            desc = info["lamina"].get("desc", info["llama.cpp"].get("desc", "?"))
             rows.append((os.path.basename(model), desc) + (("%d" % threads,) if multi else ()) + (
                 test, "%.2f" % a if a else "failed", "%.2f" % b if b else "failed",
                 "%.2fx" % (b / a) if a and b else "-", bound))
