@@ -33,7 +33,6 @@ struct lm_cparams {
 
 enum lm_norm_kind { LM_NORM_RMS, LM_NORM_LAYER };
 enum lm_ffn_act { LM_ACT_SILU, LM_ACT_GELU, LM_ACT_RELU_SQR };
-enum lm_ffn_gate { LM_FFN_SEQUENTIAL, LM_FFN_PARALLEL }; /* act(gate(x)) * up(x) vs act(up(x)) */
 
 struct lm_build {
     struct lm_ctx *ctx;             /* graph arena (no_alloc) */
@@ -135,12 +134,48 @@ lm_status lm_build_k_shift(struct lm_build *b);
 
 #define LM_GRAPH_MAX_NODES 8192
 
-/* ---- shared by several architectures (model/arch/<name>.c) ---- */
+/* ---- the decoder most architectures share (model/decoder.c) ----
+ *
+ *   x = embed(tokens)               (+ learned positions, a norm or a scale)
+ *   for each layer:
+ *       n = norm(x)                                      attn_norm
+ *       q, k, v = lm_b_qkv(n)                            (attn_norm_2(x) when the layer has one)
+ *       a = Wo · attn(rope(q), rope(k), v)               RoPE when lm_build_keys_rotated
+ *       sequential: h = x + a;  x = h + ffn(norm(h))     ffn_norm
+ *       parallel:   x = x + (ffn(n) + a)                 one norm for both
+ *   logits = Wout · norm(x)                              output_norm
+ *
+ * An architecture of this shape names lm_decoder_tensors and lm_decoder_build
+ * as its tensors and build and describes its variant in an lm_decoder
+ * (lm_arch_def.decoder): which tensors it has and how its layer differs. */
+enum lm_dec_has { LM_DEC_NO, LM_DEC_YES, LM_DEC_MAYBE };     /* a tensor: absent, required, optional */
+enum lm_dec_qkv { LM_DEC_QKV_SPLIT, LM_DEC_QKV_FUSED, LM_DEC_QKV_EITHER }; /* EITHER: fused when the file has it */
+enum lm_dec_ffn { LM_DEC_FFN_GATED, LM_DEC_FFN_PLAIN, LM_DEC_FFN_FUSED }; /* FUSED: ffn_up holds [gate; up] */
 
-/* GPT-2's tensors and graph (gpt2.c), any n_head_kv: also starcoder. */
-lm_status lm_gpt2_tensors(struct lm_loader *ld, struct lm_model *m);
-struct lm_tensor *lm_gpt2_build(struct lm_build *b);
-/* The LLaMA layout without biases or experts (baichuan.c): also refact. */
-lm_status lm_baichuan_tensors(struct lm_loader *ld, struct lm_model *m);
+struct lm_decoder {
+    enum lm_norm_kind norm;      /* every norm of the model */
+    enum lm_dec_has norm_bias;   /* every norm's bias (token, attention, FFN, output) */
+    enum lm_dec_has attn_norm_2; /* a second norm for attention (falcon 40B) */
+    enum lm_dec_qkv qkv;
+    enum lm_dec_has qkv_bias;    /* the biases of Q, K and V (or of the fused projection) */
+    enum lm_dec_has out_bias;    /* wo's bias */
+    enum lm_dec_ffn ffn;
+    enum lm_dec_has ffn_bias;    /* ffn_up's and ffn_down's biases */
+    enum lm_ffn_act act;
+    enum lm_dec_has head_bias;   /* the output matrix's bias */
+    bool experts;                /* a mixture of experts instead of the FFN when n_expert > 0 */
+    bool parallel;               /* attention and FFN from the same norm (no ffn_norm) */
+    bool clamp_kqv;              /* Q, K and V clamped to hparams.f_clamp_kqv (mpt) */
+    bool scale_q;                /* Q / sqrt(head) after RoPE, scores unscaled (instead of scaled scores) */
+    bool pos_embd;               /* learned position embeddings added to the input */
+    bool tok_norm;               /* a norm of the token embeddings */
+    bool scale_embd;             /* the input times sqrt(n_embd) */
+};
+
+lm_status lm_decoder_tensors(struct lm_loader *ld, struct lm_model *m);
+struct lm_tensor *lm_decoder_build(struct lm_build *b);
+
+/* GPT-2's variant (gpt2.c): also starcoder's. */
+extern const struct lm_decoder lm_decoder_gpt2;
 
 #endif

@@ -230,6 +230,7 @@ const char *lm_ftype_name(uint32_t ftype);
 struct lm_loader;
 struct lm_graph_inputs;
 struct lm_build;
+struct lm_decoder; /* model/build.h */
 
 struct lm_arch_def {
     const char *name;                    /* general.architecture value */
@@ -248,6 +249,10 @@ struct lm_arch_def {
     /* Build the forward graph of one batch; returns the logits tensor (an
      * encoder's: the embeddings tensor). */
     struct lm_tensor *(*build)(struct lm_build *b);
+    /* The architecture's variant of the shared decoder (build.h), read by
+     * lm_decoder_tensors and lm_decoder_build when they are its tensors and
+     * build; NULL for an architecture with its own. */
+    const struct lm_decoder *decoder;
 };
 
 /* The definition of an architecture, or NULL when lamina cannot run it. */

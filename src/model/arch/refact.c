@@ -12,8 +12,6 @@
  * the shared LLaMA loading asks for); this follows later llama.cpp, whose
  * graph is the one above.
  */
-#include <math.h>
-
 #include "model/build.h"
 #include "model/loader.h"
 
@@ -30,33 +28,17 @@ static enum lm_model_size size(const struct lm_hparams *hp)
     return hp->n_layer == 32 ? LM_SIZE_1B : LM_SIZE_UNKNOWN;
 }
 
-static struct lm_tensor *build(struct lm_build *b)
-{
-    struct lm_ctx *ctx = b->ctx;
-    const struct lm_hparams *hp = b->hp;
-    const float kq_scale = 1.0f / sqrtf((float)hp->n_embd_head_k);
-
-    struct lm_tensor *x = lm_b_inp_embd(b); /* [n_embd, T] */
-    for (uint32_t il = 0; il < hp->n_layer; il++) {
-        const struct lm_layer *l = &b->m->layers[il];
-        struct lm_tensor *q, *k, *v;
-        struct lm_tensor *h = lm_b_norm(b, x, l->attn_norm, NULL, LM_NORM_RMS);
-        lm_b_qkv(b, l, h, 0.0f, &q, &k, &v);
-        h = lm_b_attn(b, (int)il, q, k, v, l->wo, NULL, kq_scale); /* ALiBi: hp->f_max_alibi_bias */
-        h = lm_add(ctx, h, x);                                      /* residual */
-
-        struct lm_tensor *f = lm_b_norm(b, h, l->ffn_norm, NULL, LM_NORM_RMS);
-        f = lm_b_ffn(b, f, l, LM_ACT_SILU);
-        x = lm_add(ctx, f, h); /* residual */
-    }
-    return lm_b_output(b, x, LM_NORM_RMS);
-}
+static const struct lm_decoder decoder = {
+    .norm = LM_NORM_RMS,
+    .act = LM_ACT_SILU,
+};
 
 const struct lm_arch_def lm_arch_refact = {
     .name = "refact",
     .rope_mode = -1,
     .hparams = hparams,
     .size = size,
-    .tensors = lm_baichuan_tensors, /* the same layout */
-    .build = build,
+    .tensors = lm_decoder_tensors,
+    .build = lm_decoder_build,
+    .decoder = &decoder,
 };

@@ -28,6 +28,7 @@ const struct lm_arch_def lm_arch_starcoder = {
     .name = "starcoder",
     .rope_mode = -1,
     .size = size,
-    .tensors = lm_gpt2_tensors,
-    .build = lm_gpt2_build,
+    .tensors = lm_decoder_tensors,
+    .build = lm_decoder_build,
+    .decoder = &lm_decoder_gpt2,
 };
