@@ -1,14 +1,17 @@
 /* make_corpus.c - writes the seed corpora of fuzz_vocab, fuzz_state,
- * fuzz_batch and fuzz_lora (fuzz/corpus/<name>/), in the input formats their
- * headers describe. States, sessions and adapters are made with lamina itself
- * on stories260K, so the seeds reach deep into the readers at once.
+ * fuzz_batch, fuzz_lora and fuzz_model (fuzz/corpus/<name>/), in the input
+ * formats their headers describe. States, sessions and adapters are made with
+ * lamina itself on stories260K, so the seeds reach deep into the readers at
+ * once; the model seeds are the architecture fixtures shrunk to width 8.
  *   cmake --build BUILD --target make_fuzz_corpus
  *   BUILD/fuzz/make_fuzz_corpus fuzz/corpus
  * Seeds are overwritten by name; files found by libFuzzer and added by hand
  * (named fz-*) are not touched. The output is committed; rerun after changing
- * a target's input format. Every seed is small (the largest, states with the
- * RNG text, about 12 KB).
+ * a target's input format. Every seed is small (the largest, the model seeds of
+ * baichuan, whose 32 and 40 layers its loader requires, 90-100 KB; the other
+ * model seeds about 30 KB).
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +20,9 @@
 
 #include "core/fp16.h"
 #include "core/tensor.h"
+#include "gguf/gguf.h"
 #include "llama.h"
+#include "model/loader.h"
 
 static const char *out_dir;
 static int n_written;
@@ -313,6 +318,121 @@ static void lora_seeds(struct llama_model *m)
     free(b.p);
 }
 
+/* ---- fuzz_model: GGUF model files ---- */
+
+/* Every fixture of shared/fixtures/arch (test_decoder.c's list). */
+static const char *const ARCH_FIXTURES[] = {
+    "baichuan", "baichuan-13b", "bloom", "falcon",    "falcon-norm2", "gemma",       "gpt2",
+    "llama",    "llama-moe",    "mpt",   "persimmon", "phi2",         "phi2-sepqkv", "phi3",
+    "plamo",    "qwen",         "qwen2", "refact",    "stablelm",     "starcoder",
+};
+
+static bool has_suffix(const char *s, const char *tail)
+{
+    size_t n = strlen(s), t = strlen(tail);
+    return n >= t && strcmp(s + n - t, tail) == 0;
+}
+
+/* lm_model_declare's question: the fixture has the optional tensor. */
+static bool fixture_has(const char *name, void *user) { return lm_gguf_find_tensor(user, name) >= 0; }
+
+/* A fixture's hyperparameter in the tiny model: width 8 (2 heads of 4), FFN
+ * 16, context 32, one layer (baichuan keeps its 32 or 40: its loader tells
+ * 7B from 13B by them), RoPE on 2 of 4 dims where the fixture rotates part
+ * of a head; -1: keep the fixture's value. */
+static int64_t tiny_value(const struct lm_gguf *g, const char *key, const char *fixture)
+{
+    uint32_t v = 0;
+    int64_t i = lm_gguf_find_key(g, key);
+    if (i < 0 || lm_gguf_get_u32(g, i, &v) != LM_OK)
+        return -1;
+    if (has_suffix(key, ".embedding_length"))
+        return 8;
+    if (has_suffix(key, ".feed_forward_length"))
+        return strcmp(fixture, "qwen") == 0 ? 32 : 16; /* qwen's counts gate and up */
+    if (has_suffix(key, ".context_length"))
+        return 32;
+    if (has_suffix(key, ".block_count"))
+        return strncmp(fixture, "baichuan", 8) == 0 ? v : 1;
+    if (has_suffix(key, ".attention.head_count"))
+        return 2;
+    if (has_suffix(key, ".attention.head_count_kv")) {
+        uint32_t h = 0;
+        char hk[128];
+        snprintf(hk, sizeof hk, "%.*s.attention.head_count", (int)(strlen(key) - strlen(".attention.head_count_kv")),
+                 key);
+        int64_t j = lm_gguf_find_key(g, hk);
+        return j >= 0 && lm_gguf_get_u32(g, j, &h) == LM_OK && h == v ? 2 : 1;
+    }
+    if (has_suffix(key, ".attention.key_length") || has_suffix(key, ".attention.value_length"))
+        return 4;
+    if (has_suffix(key, ".rope.dimension_count"))
+        return v < 16 ? 2 : 4; /* the fixtures' partial rotations: 4 and 8 of 16 */
+    return -1;
+}
+
+/* Deterministic weights: norms near 1, others small, F16 for matrices. */
+static lm_status fill_tensor(void *user, int64_t index, void *dst, size_t size)
+{
+    const struct lm_decl_tensor *t = (const struct lm_decl_tensor *)user + index;
+    const bool norm = t->n_dims == 1 && has_suffix(t->name, "norm.weight");
+    const size_t n = t->n_dims == 1 ? size / sizeof(float) : size / sizeof(lm_fp16);
+    uint32_t x = 2463534242u ^ (uint32_t)(index * 2654435761u);
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+        const float v = (norm ? 1.0f : 0.0f) + ((float)(x >> 8) / 16777216.0f - 0.5f) * 0.5f;
+        if (t->n_dims == 1)
+            ((float *)dst)[i] = v;
+        else
+            ((lm_fp16 *)dst)[i] = lm_fp32_to_fp16(v);
+    }
+    return LM_OK;
+}
+
+static void model_seed(const char *fixture)
+{
+    char path[1024], tmp[1100], err[256] = "";
+    snprintf(path, sizeof path, "%s/fixtures/arch/%s.gguf", LM_SHARED_DIR, fixture);
+    struct lm_gguf *g = NULL, *meta = NULL;
+    struct lm_gguf_writer *w = NULL;
+    struct lm_decl_tensor *d = NULL;
+    struct lm_hparams hp;
+    int n = 0;
+    bool ok = lm_gguf_open(path, &g, err, sizeof err) == LM_OK && lm_gguf_writer_new(&w) == LM_OK;
+    for (int64_t i = 0; ok && i < lm_gguf_n_kv(g); i++) {
+        const int64_t v = tiny_value(g, lm_gguf_key(g, i), fixture);
+        ok = (v < 0 ? lm_gguf_copy_kv(w, g, i) : lm_gguf_set_u32(w, lm_gguf_key(g, i), (uint32_t)v)) == LM_OK;
+    }
+    snprintf(path, sizeof path, "%s/model", out_dir);
+    mkdir(path, 0755);
+    snprintf(tmp, sizeof tmp, "%s/.meta.gguf", path);
+    ok = ok && lm_gguf_write_file(w, tmp) == LM_OK && lm_gguf_open(tmp, &meta, err, sizeof err) == LM_OK;
+    ok = ok && lm_model_declare(meta, fixture_has, g, &hp, &d, &n, err, sizeof err) == LM_OK;
+    for (int i = 0; ok && i < n; i++)
+        ok = lm_gguf_add_tensor(w, d[i].name, d[i].n_dims == 1 ? LM_TYPE_F32 : LM_TYPE_F16, d[i].n_dims, d[i].ne,
+                                NULL) == LM_OK;
+    if (ok)
+        lm_gguf_writer_set_fill(w, fill_tensor, d);
+    snprintf(path, sizeof path, "%s/model/ok-%s", out_dir, fixture);
+    ok = ok && lm_gguf_write_file(w, path) == LM_OK;
+    remove(tmp);
+    if (!ok) {
+        fprintf(stderr, "make_corpus: model seed %s: %s\n", fixture, err[0] ? err : "cannot write");
+        exit(1);
+    }
+    n_written++;
+    free(d);
+    lm_gguf_close(meta);
+    lm_gguf_close(g);
+    lm_gguf_writer_free(w);
+}
+
+static void model_seeds(void)
+{
+    for (size_t i = 0; i < sizeof ARCH_FIXTURES / sizeof ARCH_FIXTURES[0]; i++)
+        model_seed(ARCH_FIXTURES[i]);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -332,6 +452,7 @@ int main(int argc, char **argv)
     state_seeds(m);
     batch_seeds();
     lora_seeds(m);
+    model_seeds();
     llama_free_model(m);
     printf("make_corpus: %d seeds written under %s\n", n_written, out_dir);
     return 0;
