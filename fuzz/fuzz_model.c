@@ -13,8 +13,10 @@
  *
  * Seeds (fuzz/make_corpus.c): "ok-<fixture>", one tiny model per fixture of
  * shared/fixtures/arch (the fixture's metadata and vocabulary, 1 layer of
- * width 8, the tensors its architecture declares); lm_fuzz_expect checks that
- * each of them loads and decodes, so the replay covers every architecture.
+ * width 8, the tensors its architecture declares, F16 matrices), and three
+ * of width 32 with Q4_0, Q8_0 (repacked at load) and Q5_0 matrices;
+ * lm_fuzz_expect checks that each of them loads and decodes, so the replay
+ * covers every architecture.
  */
 #include <stdbool.h>
 #include <stdint.h>

@@ -23,6 +23,7 @@
 #include "gguf/gguf.h"
 #include "llama.h"
 #include "model/loader.h"
+#include "quant/quant.h"
 
 static const char *out_dir;
 static int n_written;
@@ -336,24 +337,32 @@ static bool has_suffix(const char *s, const char *tail)
 /* lm_model_declare's question: the fixture has the optional tensor. */
 static bool fixture_has(const char *name, void *user) { return lm_gguf_find_tensor(user, name) >= 0; }
 
-/* A fixture's hyperparameter in the tiny model: width 8 (2 heads of 4), FFN
- * 16, context 32, one layer (baichuan keeps its 32 or 40: its loader tells
- * 7B from 13B by them), RoPE on 2 of 4 dims where the fixture rotates part
- * of a head; -1: keep the fixture's value. */
-static int64_t tiny_value(const struct lm_gguf *g, const char *key, const char *fixture)
+/* One seed: a fixture's architecture and vocabulary at width `width` (2
+ * heads), its matrices in `type`. */
+struct model_spec {
+    const char *fixture, *name;
+    int width;
+    enum lm_type type;
+};
+
+/* A fixture's hyperparameter in the tiny model: 2 heads over the width, FFN
+ * twice the width, context 32, one layer (baichuan keeps its 32 or 40: its
+ * loader tells 7B from 13B by them), RoPE on half a head where the fixture
+ * rotates part of one; -1: keep the fixture's value. */
+static int64_t tiny_value(const struct lm_gguf *g, const char *key, const struct model_spec *ms)
 {
     uint32_t v = 0;
     int64_t i = lm_gguf_find_key(g, key);
     if (i < 0 || lm_gguf_get_u32(g, i, &v) != LM_OK)
         return -1;
     if (has_suffix(key, ".embedding_length"))
-        return 8;
+        return ms->width;
     if (has_suffix(key, ".feed_forward_length"))
-        return strcmp(fixture, "qwen") == 0 ? 32 : 16; /* qwen's counts gate and up */
+        return (strcmp(ms->fixture, "qwen") == 0 ? 4 : 2) * ms->width; /* qwen's counts gate and up */
     if (has_suffix(key, ".context_length"))
         return 32;
     if (has_suffix(key, ".block_count"))
-        return strncmp(fixture, "baichuan", 8) == 0 ? v : 1;
+        return strncmp(ms->fixture, "baichuan", 8) == 0 ? v : 1;
     if (has_suffix(key, ".attention.head_count"))
         return 2;
     if (has_suffix(key, ".attention.head_count_kv")) {
@@ -365,34 +374,45 @@ static int64_t tiny_value(const struct lm_gguf *g, const char *key, const char *
         return j >= 0 && lm_gguf_get_u32(g, j, &h) == LM_OK && h == v ? 2 : 1;
     }
     if (has_suffix(key, ".attention.key_length") || has_suffix(key, ".attention.value_length"))
-        return 4;
+        return ms->width / 2;
     if (has_suffix(key, ".rope.dimension_count"))
-        return v < 16 ? 2 : 4; /* the fixtures' partial rotations: 4 and 8 of 16 */
+        return v < 16 ? ms->width / 4 : ms->width / 2; /* the fixtures' partial rotations: 4 and 8 of 16 */
     return -1;
 }
 
-/* Deterministic weights: norms near 1, others small, F16 for matrices. */
+struct model_fill {
+    const struct lm_decl_tensor *d;
+    enum lm_type type;
+};
+
+/* Deterministic weights: norms near 1, others small; matrices encoded in
+ * the seed's type. */
 static lm_status fill_tensor(void *user, int64_t index, void *dst, size_t size)
 {
-    const struct lm_decl_tensor *t = (const struct lm_decl_tensor *)user + index;
+    const struct model_fill *mf = user;
+    const struct lm_decl_tensor *t = mf->d + index;
     const bool norm = t->n_dims == 1 && has_suffix(t->name, "norm.weight");
-    const size_t n = t->n_dims == 1 ? size / sizeof(float) : size / sizeof(lm_fp16);
+    const int64_t rows = t->n_dims == 1 ? 1 : (int64_t)(size / lm_row_size(mf->type, t->ne[0]));
+    const size_t n = (size_t)(rows * t->ne[0]);
+    float *v = t->n_dims == 1 ? dst : malloc(n * sizeof(float));
+    if (!v)
+        return LM_ERR_NOMEM;
     uint32_t x = 2463534242u ^ (uint32_t)(index * 2654435761u);
     for (size_t i = 0; i < n; i++) {
         x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-        const float v = (norm ? 1.0f : 0.0f) + ((float)(x >> 8) / 16777216.0f - 0.5f) * 0.5f;
-        if (t->n_dims == 1)
-            ((float *)dst)[i] = v;
-        else
-            ((lm_fp16 *)dst)[i] = lm_fp32_to_fp16(v);
+        v[i] = (norm ? 1.0f : 0.0f) + ((float)(x >> 8) / 16777216.0f - 0.5f) * 0.5f;
     }
-    return LM_OK;
+    if (t->n_dims == 1)
+        return LM_OK;
+    const size_t got = lm_quantize_chunk(mf->type, v, dst, 0, rows, t->ne[0], NULL);
+    free(v);
+    return got == size ? LM_OK : LM_ERR_INVALID_ARG;
 }
 
-static void model_seed(const char *fixture)
+static void model_seed(const struct model_spec *ms)
 {
     char path[1024], tmp[1100], err[256] = "";
-    snprintf(path, sizeof path, "%s/fixtures/arch/%s.gguf", LM_SHARED_DIR, fixture);
+    snprintf(path, sizeof path, "%s/fixtures/arch/%s.gguf", LM_SHARED_DIR, ms->fixture);
     struct lm_gguf *g = NULL, *meta = NULL;
     struct lm_gguf_writer *w = NULL;
     struct lm_decl_tensor *d = NULL;
@@ -400,7 +420,7 @@ static void model_seed(const char *fixture)
     int n = 0;
     bool ok = lm_gguf_open(path, &g, err, sizeof err) == LM_OK && lm_gguf_writer_new(&w) == LM_OK;
     for (int64_t i = 0; ok && i < lm_gguf_n_kv(g); i++) {
-        const int64_t v = tiny_value(g, lm_gguf_key(g, i), fixture);
+        const int64_t v = tiny_value(g, lm_gguf_key(g, i), ms);
         ok = (v < 0 ? lm_gguf_copy_kv(w, g, i) : lm_gguf_set_u32(w, lm_gguf_key(g, i), (uint32_t)v)) == LM_OK;
     }
     snprintf(path, sizeof path, "%s/model", out_dir);
@@ -408,16 +428,18 @@ static void model_seed(const char *fixture)
     snprintf(tmp, sizeof tmp, "%s/.meta.gguf", path);
     ok = ok && lm_gguf_write_file(w, tmp) == LM_OK && lm_gguf_open(tmp, &meta, err, sizeof err) == LM_OK;
     ok = ok && lm_model_declare(meta, fixture_has, g, &hp, &d, &n, err, sizeof err) == LM_OK;
-    for (int i = 0; ok && i < n; i++)
-        ok = lm_gguf_add_tensor(w, d[i].name, d[i].n_dims == 1 ? LM_TYPE_F32 : LM_TYPE_F16, d[i].n_dims, d[i].ne,
-                                NULL) == LM_OK;
+    for (int i = 0; ok && i < n; i++) {
+        const enum lm_type t = d[i].n_dims == 1 ? LM_TYPE_F32 : ms->type;
+        ok = lm_gguf_add_tensor(w, d[i].name, t, d[i].n_dims, d[i].ne, NULL) == LM_OK;
+    }
+    struct model_fill mf = {d, ms->type};
     if (ok)
-        lm_gguf_writer_set_fill(w, fill_tensor, d);
-    snprintf(path, sizeof path, "%s/model/ok-%s", out_dir, fixture);
+        lm_gguf_writer_set_fill(w, fill_tensor, &mf);
+    snprintf(path, sizeof path, "%s/model/ok-%s", out_dir, ms->name ? ms->name : ms->fixture);
     ok = ok && lm_gguf_write_file(w, path) == LM_OK;
     remove(tmp);
     if (!ok) {
-        fprintf(stderr, "make_corpus: model seed %s: %s\n", fixture, err[0] ? err : "cannot write");
+        fprintf(stderr, "make_corpus: model seed %s: %s\n", path, err[0] ? err : "cannot write");
         exit(1);
     }
     n_written++;
@@ -430,7 +452,12 @@ static void model_seed(const char *fixture)
 static void model_seeds(void)
 {
     for (size_t i = 0; i < sizeof ARCH_FIXTURES / sizeof ARCH_FIXTURES[0]; i++)
-        model_seed(ARCH_FIXTURES[i]);
+        model_seed(&(struct model_spec){ARCH_FIXTURES[i], NULL, 8, LM_TYPE_F16});
+    /* quantized matrices (blocks of 32: width 32): the repacked Q4_0 and
+     * Q8_0 layouts, Q5_0's plain one */
+    model_seed(&(struct model_spec){"llama", "llama-q4_0", 32, LM_TYPE_Q4_0});
+    model_seed(&(struct model_spec){"llama", "llama-q8_0", 32, LM_TYPE_Q8_0});
+    model_seed(&(struct model_spec){"qwen2", "qwen2-q5_0", 32, LM_TYPE_Q5_0});
 }
 
 int main(int argc, char **argv)
