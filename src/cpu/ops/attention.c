@@ -214,6 +214,27 @@ static void build_ktr(const struct attn_ctx *c, char *scratch, int64_t g)
     c->kpack(c->d, c->n_kv, (const char *)c->k->data + g * (int64_t)c->k->nb[2], c->k->nb[1], scratch + c->ktr_off);
 }
 
+/* n rows of `row` bytes, `stride` apart at src, to dst back to back. The
+ * usual row sizes (F16 and Q8_0 heads of 64 and 128) are fixed-size copies
+ * the compiler inlines: a call of memcpy per 128-byte row cost 2 % of
+ * decoding at depth 4096 (bench_ab, Zen 4). Software prefetch of the rows
+ * ahead did not help (16 rows: +0.0 %, 64 rows: -2 %). */
+static void copy_rows(char *dst, const char *src, int64_t n, size_t row, size_t stride)
+{
+#define COPY_ROWS(bytes)                                                                                          \
+    for (int64_t j = 0; j < n; j++)                                                                               \
+        memcpy(dst + (size_t)j * (bytes), src + (size_t)j * stride, (bytes));                                     \
+    return
+    switch (row) {
+    case 68: COPY_ROWS(68);   /* Q8_0, head 64 */
+    case 128: COPY_ROWS(128); /* F16, head 64 */
+    case 136: COPY_ROWS(136); /* Q8_0, head 128 */
+    case 256: COPY_ROWS(256); /* F16, head 128 */
+    default: COPY_ROWS(row);
+    }
+#undef COPY_ROWS
+}
+
 /* Kv head g's K rows of the cells [lo, hi): in place, or (kcopy) copied out
  * together to kg_off first, once for the items that follow with the same g,
  * lo and hi (see the file comment). Returns cell lo's row; *stride gets the
@@ -227,8 +248,7 @@ static const char *attn_krows(const struct attn_ctx *c, char *scratch, struct at
     if (!c->kcopy)
         return krow;
     if (held->kg_g != g || lo != held->kg_lo || hi != held->kg_hi) {
-        for (int64_t j = 0; j < hi - lo; j++)
-            memcpy(scratch + c->kg_off + (size_t)j * krb, krow + j * (int64_t)*stride, krb);
+        copy_rows(scratch + c->kg_off, krow, hi - lo, krb, *stride);
         held->kg_g = g;
         held->kg_lo = lo;
         held->kg_hi = hi;
