@@ -254,6 +254,11 @@ struct lm_tensor *lm_ld_tensor(struct lm_loader *ld, int flags, int n_dims, cons
                    (long long)ne[0], (long long)(n_dims > 1 ? ne[1] : 1), (long long)(n_dims > 2 ? ne[2] : 1));
         return NULL;
     }
+    if (n_dims == 1 && ti->type != LM_TYPE_F32) { /* norms and biases: every op applying them takes F32 */
+        lm_ld_fail(ld, LM_ERR_UNSUPPORTED, "tensor '%s' is %s: norms and biases must be F32", name,
+                   lm_type_name(ti->type));
+        return NULL;
+    }
     if (ld->file_tensor[i]) {
         if (flags & LM_LD_DUPLICATE)
             return ld->file_tensor[i];

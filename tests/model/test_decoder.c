@@ -11,7 +11,9 @@
  * attn_norm_2.bias without its weight, phi2's and phi3's fused QKV without
  * the separate projections). The full files load (test_arch checks their
  * logits). A variant marked optional where b1892 requires the tensor, or
- * the reverse, fails here.
+ * the reverse, fails here. And each fixture with its first norm stored as
+ * F16 is refused at load, naming that tensor (norms and biases are applied
+ * by F32-only ops; the file would load and fail at its first decode).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +21,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "core/fp16.h"
 #include "core/log.h"
 #include "cpu/cpu.h"
 #include "gguf/gguf.h"
@@ -51,21 +54,41 @@ static bool optional(const char *arch, const char *name)
     return false;
 }
 
-/* Write the file image's metadata and every tensor but `drop` to path. */
-static bool write_without(const struct lm_gguf *g, const uint8_t *image, int64_t drop, const char *path)
+/* Write the file image's metadata and every tensor but `drop` to path;
+ * tensor `half` (an F32 one) stored as F16. */
+static bool write_variant(const struct lm_gguf *g, const uint8_t *image, int64_t drop, int64_t half, const char *path)
 {
     struct lm_gguf_writer *w = NULL;
+    lm_fp16 *h = NULL;
     bool ok = lm_gguf_writer_new(&w) == LM_OK;
     for (int64_t i = 0; ok && i < lm_gguf_n_kv(g); i++)
         ok = lm_gguf_copy_kv(w, g, i) == LM_OK;
     for (int64_t i = 0; ok && i < lm_gguf_n_tensors(g); i++) {
         const struct lm_gguf_tensor_info *ti = lm_gguf_tensor_info(g, i);
-        if (i != drop)
+        if (i == drop)
+            continue;
+        if (i != half) {
             ok = lm_gguf_add_tensor(w, ti->name, ti->type, ti->n_dims, ti->ne, image + ti->offset) == LM_OK;
+            continue;
+        }
+        const size_t n = (size_t)(ti->size / sizeof(float));
+        ok = ti->type == LM_TYPE_F32 && (h = malloc(n * sizeof *h)) != NULL;
+        for (size_t j = 0; ok && j < n; j++) {
+            float f;
+            memcpy(&f, image + ti->offset + j * sizeof f, sizeof f);
+            h[j] = lm_fp32_to_fp16(f);
+        }
+        ok = ok && lm_gguf_add_tensor(w, ti->name, LM_TYPE_F16, ti->n_dims, ti->ne, h) == LM_OK;
     }
     ok = ok && lm_gguf_write_file(w, path) == LM_OK;
     lm_gguf_writer_free(w);
+    free(h);
     return ok;
+}
+
+static bool write_without(const struct lm_gguf *g, const uint8_t *image, int64_t drop, const char *path)
+{
+    return write_variant(g, image, drop, -1, path);
 }
 
 static bool loads(const char *path, char *err, size_t err_size)
@@ -103,6 +126,17 @@ static void check_fixture(const char *fixture, const char *tmp)
         const bool got = loads(tmp, err, sizeof err);
         CHECKF(got == want, "%s without %s: %s (%s)", fixture, name, got ? "loads" : "fails", got ? "" : err);
         n_optional += want;
+    }
+    /* a norm stored as F16 (every op applying norms and biases takes F32):
+     * refused at load, naming the tensor */
+    for (int64_t i = 0; i < n; i++) {
+        const struct lm_gguf_tensor_info *ti = lm_gguf_tensor_info(g, i);
+        if (ti->n_dims != 1)
+            continue;
+        CHECKF(write_variant(g, image, -1, i, tmp), "%s: writing %s as F16", fixture, ti->name);
+        CHECKF(!loads(tmp, err, sizeof err) && strstr(err, ti->name) && strstr(err, "must be F32"),
+               "%s with %s in F16: '%s'", fixture, ti->name, err);
+        break;
     }
     printf("  %-13s %-9s %2d tensors, %d optional\n", fixture, arch, n, n_optional);
     lm_gguf_close(g);
