@@ -1,6 +1,7 @@
 /* test_decoder.c - which tensors each architecture requires (the shared
  * decoder's variants of model/decoder.c and the families with their own
- * tensor lists), against the fixtures of shared/fixtures/arch.
+ * tensor lists), against the fixtures of shared/fixtures/arch (the list of
+ * test_arch, util_api.c).
  *
  * For every fixture and every tensor in it, a copy of the file without that
  * tensor is loaded: it must load when the tensor is one llama.cpp b1892 may
@@ -18,21 +19,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "backend/backend.h"
 #include "core/fp16.h"
-#include "core/log.h"
-#include "cpu/cpu.h"
 #include "gguf/gguf.h"
-#include "lm_test.h"
 #include "model/model.h"
-
-static const char *const FIXTURES[] = {
-    "baichuan", "baichuan-13b", "bloom",     "falcon", "falcon-norm2", "gemma",    "gpt2",
-    "llama",    "llama-f16",    "llama-moe", "mpt",    "persimmon",    "phi2",     "phi2-sepqkv",
-    "phi3",     "plamo",        "qwen",      "qwen2",  "refact",       "stablelm", "starcoder",
-};
+#include "util_api.h"
 
 static bool ends_with(const char *s, const char *tail)
 {
@@ -145,13 +136,10 @@ static void check_fixture(const char *fixture, const char *tmp)
 
 int main(void)
 {
-    lm_log_set_level(LM_LOG_ERROR); /* the qwen2 fixture's pre-tokenizer warning, once per load */
-    CHECK(lm_backend_register(lm_cpu_backend_reg()) == LM_OK);
-    char tmp[256];
-    const char *dir = getenv("TMPDIR");
-    snprintf(tmp, sizeof tmp, "%s/lm_test_decoder_%ld.gguf", dir && *dir ? dir : "/tmp", (long)getpid());
-    for (size_t i = 0; i < sizeof FIXTURES / sizeof FIXTURES[0]; i++)
-        check_fixture(FIXTURES[i], tmp);
-    unlink(tmp);
+    api_test_init(); /* the CPU backend; quiet logs (the qwen2 fixture warns at each load) */
+    const char *tmp = api_tmp_path("decoder.gguf");
+    for (int i = 0; i < api_n_arch_fixtures; i++)
+        check_fixture(api_arch_fixtures[i], tmp);
+    remove(tmp);
     return lm_test_summary();
 }
