@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "alloc/alloc.h"
+#include "core/op_rules.h"
 
 #define MAX_FREE_BLOCKS 1024
 
@@ -124,17 +125,6 @@ static const struct lm_tensor *managed_root(const struct lm_tensor *t)
     return r->data ? NULL : r;
 }
 
-static bool elementwise(enum lm_op op)
-{
-    switch (op) {
-    case LM_OP_ADD: case LM_OP_MUL: case LM_OP_DIV: case LM_OP_SCALE: case LM_OP_SQR:
-    case LM_OP_SQRT: case LM_OP_CLAMP: case LM_OP_UNARY:
-        return true;
-    default:
-        return false;
-    }
-}
-
 static lm_status place(struct plan *p, struct rec *r)
 {
     r->size = align_up(lm_buft_alloc_size(p->buft, r->t), p->align);
@@ -157,7 +147,7 @@ static lm_status release(struct plan *p, struct rec *r)
 static struct rec *inplace_donor(struct plan *p, const struct lm_tensor *node, int i)
 {
     const struct lm_tensor *s = node->src[0];
-    if (!elementwise(node->op) || node->view_src || !s || s->view_src || s->data || s->type != node->type)
+    if (!lm_op_has(node->op, LM_OPF_INPLACE) || node->view_src || !s || s->view_src || s->data || s->type != node->type)
         return NULL;
     if (!lm_same_shape(s, node) || !lm_is_contiguous(s) || !lm_is_contiguous(node))
         return NULL;

@@ -456,52 +456,72 @@ static bool rule_cross_entropy(const struct lm_tensor *t, char *why, size_t n)
 
 /* ---- the table ---- */
 
-#define R(o, ns, nmax, fn) [LM_OP_##o] = {LM_OP_##o, #o, ns, nmax, fn}
+/* R(op, required sources, sources in all, flags, rule): one row. */
+#define R(o, ns, nmax, fl, fn) [LM_OP_##o] = {LM_OP_##o, #o, ns, nmax, fl, fn}
 
-static const struct lm_op_rule rules[LM_OP_COUNT] = {
-    R(NONE, 0, 0, rule_none),
-    R(ADD, 2, 2, rule_binary),
-    R(MUL, 2, 2, rule_binary),
-    R(DIV, 2, 2, rule_binary),
-    R(SCALE, 1, 1, rule_unary_f32),
-    R(SQR, 1, 1, rule_unary_f32),
-    R(SQRT, 1, 1, rule_unary_f32),
-    R(CLAMP, 1, 1, rule_unary_f32),
-    R(UNARY, 1, 1, rule_unary),
-    R(SUM_ROWS, 1, 1, rule_sum_rows),
-    R(NORM, 1, 1, rule_norm),
-    R(RMS_NORM, 1, 1, rule_norm),
-    R(MUL_MAT, 2, 2, rule_mul_mat),
-    R(MUL_MAT_ID, 3, 3, rule_mul_mat_id),
-    R(GET_ROWS, 2, 2, rule_get_rows),
-    R(CPY, 2, 2, rule_cpy),
-    R(CONT, 1, 1, rule_cont),
-    R(REPEAT, 1, 1, rule_repeat),
-    R(CONCAT, 2, 2, rule_concat),
-    R(RESHAPE, 1, 1, rule_view),
-    R(VIEW, 1, 1, rule_view),
-    R(PERMUTE, 1, 1, rule_view),
-    R(TRANSPOSE, 1, 1, rule_view),
-    R(DIAG_MASK_INF, 1, 1, rule_unary_f32),
-    R(SOFT_MAX, 1, 2, rule_soft_max),
-    R(ROPE, 2, 2, rule_rope),
-    R(ARGSORT, 1, 1, rule_argsort),
-    R(ATTN, 3, 4, rule_attn),
-    R(SET_ROWS, 3, 3, rule_set_rows),
-    R(GET_ROWS_BACK, 3, 3, rule_get_rows_back),
-    R(REPEAT_BACK, 1, 1, rule_repeat_back),
-    R(RMS_NORM_BACK, 2, 2, rule_rms_norm_back),
-    R(ROPE_BACK, 2, 2, rule_rope),
-    R(SOFT_MAX_BACK, 2, 2, rule_soft_max_back),
-    R(UNARY_BACK, 2, 2, rule_unary_back),
-    R(CROSS_ENTROPY_LOSS, 2, 2, rule_cross_entropy),
-    R(CROSS_ENTROPY_LOSS_BACK, 3, 3, rule_cross_entropy),
+enum { VIEW = LM_OPF_VIEW, INPL = LM_OPF_INPLACE, GRAD = LM_OPF_GRAD };
+
+/* Unsized, so that the count check below fails when an op is added to
+ * enum lm_op without its row (test_op_rules also walks every op). */
+static const struct lm_op_rule rules[] = {
+    R(NONE, 0, 0, 0, rule_none),
+    R(ADD, 2, 2, INPL | GRAD, rule_binary),
+    R(MUL, 2, 2, INPL | GRAD, rule_binary),
+    R(DIV, 2, 2, INPL, rule_binary),
+    R(SCALE, 1, 1, INPL | GRAD, rule_unary_f32),
+    R(SQR, 1, 1, INPL | GRAD, rule_unary_f32),
+    R(SQRT, 1, 1, INPL, rule_unary_f32),
+    R(CLAMP, 1, 1, INPL, rule_unary_f32),
+    R(UNARY, 1, 1, INPL | GRAD, rule_unary),
+    R(SUM_ROWS, 1, 1, GRAD, rule_sum_rows),
+    R(NORM, 1, 1, 0, rule_norm),
+    R(RMS_NORM, 1, 1, GRAD, rule_norm),
+    R(MUL_MAT, 2, 2, GRAD, rule_mul_mat),
+    R(MUL_MAT_ID, 3, 3, 0, rule_mul_mat_id),
+    R(GET_ROWS, 2, 2, GRAD, rule_get_rows),
+    R(CPY, 2, 2, 0, rule_cpy),
+    R(CONT, 1, 1, GRAD, rule_cont),
+    R(REPEAT, 1, 1, GRAD, rule_repeat),
+    R(CONCAT, 2, 2, 0, rule_concat),
+    R(RESHAPE, 1, 1, VIEW | GRAD, rule_view),
+    R(VIEW, 1, 1, VIEW, rule_view),
+    R(PERMUTE, 1, 1, VIEW | GRAD, rule_view),
+    R(TRANSPOSE, 1, 1, VIEW | GRAD, rule_view),
+    R(DIAG_MASK_INF, 1, 1, 0, rule_unary_f32),
+    R(SOFT_MAX, 1, 2, GRAD, rule_soft_max),
+    R(ROPE, 2, 2, GRAD, rule_rope),
+    R(ARGSORT, 1, 1, 0, rule_argsort),
+    R(ATTN, 3, 4, 0, rule_attn),
+    R(SET_ROWS, 3, 3, 0, rule_set_rows),
+    R(GET_ROWS_BACK, 3, 3, 0, rule_get_rows_back),
+    R(REPEAT_BACK, 1, 1, 0, rule_repeat_back),
+    R(RMS_NORM_BACK, 2, 2, 0, rule_rms_norm_back),
+    R(ROPE_BACK, 2, 2, 0, rule_rope),
+    R(SOFT_MAX_BACK, 2, 2, 0, rule_soft_max_back),
+    R(UNARY_BACK, 2, 2, 0, rule_unary_back),
+    R(CROSS_ENTROPY_LOSS, 2, 2, GRAD, rule_cross_entropy),
+    R(CROSS_ENTROPY_LOSS_BACK, 3, 3, 0, rule_cross_entropy),
 };
+_Static_assert(sizeof rules / sizeof rules[0] == LM_OP_COUNT, "every enum lm_op needs its row in rules[]");
 
 const struct lm_op_rule *lm_op_rule(enum lm_op op)
 {
     return (unsigned)op < LM_OP_COUNT && rules[op].check ? &rules[op] : NULL;
 }
+
+bool lm_op_has(enum lm_op op, unsigned flags)
+{
+    const struct lm_op_rule *r = lm_op_rule(op);
+    return r && (r->flags & flags) == flags;
+}
+
+const char *lm_op_name(enum lm_op op)
+{
+    const struct lm_op_rule *r = lm_op_rule(op);
+    return r ? r->name : "?";
+}
+
+bool lm_is_view_op(enum lm_op op) { return lm_op_has(op, LM_OPF_VIEW); }
 
 bool lm_op_check(const struct lm_tensor *t, char *why, size_t n)
 {

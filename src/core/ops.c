@@ -16,29 +16,11 @@
 #include "core/op_rules.h"
 #include "core/tensor.h"
 
-static const char *const op_names[LM_OP_COUNT] = {
-    [LM_OP_NONE] = "NONE",         [LM_OP_ADD] = "ADD",           [LM_OP_MUL] = "MUL",
-    [LM_OP_DIV] = "DIV",           [LM_OP_SCALE] = "SCALE",       [LM_OP_SQR] = "SQR",
-    [LM_OP_SQRT] = "SQRT",         [LM_OP_CLAMP] = "CLAMP",       [LM_OP_UNARY] = "UNARY",
-    [LM_OP_SUM_ROWS] = "SUM_ROWS", [LM_OP_NORM] = "NORM",         [LM_OP_RMS_NORM] = "RMS_NORM",
-    [LM_OP_MUL_MAT] = "MUL_MAT",   [LM_OP_MUL_MAT_ID] = "MUL_MAT_ID", [LM_OP_GET_ROWS] = "GET_ROWS",
-    [LM_OP_CPY] = "CPY",           [LM_OP_CONT] = "CONT",         [LM_OP_REPEAT] = "REPEAT",
-    [LM_OP_CONCAT] = "CONCAT",     [LM_OP_RESHAPE] = "RESHAPE",   [LM_OP_VIEW] = "VIEW",
-    [LM_OP_PERMUTE] = "PERMUTE",   [LM_OP_TRANSPOSE] = "TRANSPOSE", [LM_OP_DIAG_MASK_INF] = "DIAG_MASK_INF",
-    [LM_OP_SOFT_MAX] = "SOFT_MAX", [LM_OP_ROPE] = "ROPE",         [LM_OP_ARGSORT] = "ARGSORT",
-    [LM_OP_ATTN] = "ATTN",         [LM_OP_SET_ROWS] = "SET_ROWS",
-    [LM_OP_GET_ROWS_BACK] = "GET_ROWS_BACK", [LM_OP_REPEAT_BACK] = "REPEAT_BACK",
-    [LM_OP_RMS_NORM_BACK] = "RMS_NORM_BACK", [LM_OP_ROPE_BACK] = "ROPE_BACK",
-    [LM_OP_SOFT_MAX_BACK] = "SOFT_MAX_BACK", [LM_OP_UNARY_BACK] = "UNARY_BACK",
-    [LM_OP_CROSS_ENTROPY_LOSS] = "CROSS_ENTROPY_LOSS", [LM_OP_CROSS_ENTROPY_LOSS_BACK] = "CROSS_ENTROPY_LOSS_BACK",
-};
-
 static const char *const unary_names[LM_UNARY_COUNT] = {
     [LM_UNARY_SILU] = "SILU", [LM_UNARY_GELU] = "GELU", [LM_UNARY_RELU] = "RELU",
     [LM_UNARY_NEG] = "NEG",   [LM_UNARY_TANH] = "TANH",
 };
 
-const char *lm_op_name(enum lm_op op) { return (unsigned)op < LM_OP_COUNT ? op_names[op] : "?"; }
 const char *lm_unary_name(enum lm_unary_op op) { return (unsigned)op < LM_UNARY_COUNT ? unary_names[op] : "?"; }
 
 /* Arena of a tensor is not stored in it; constructors take ctx explicitly. */

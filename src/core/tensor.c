@@ -319,11 +319,6 @@ bool lm_is_contiguous(const struct lm_tensor *t)
     return true;
 }
 
-bool lm_is_view_op(enum lm_op op)
-{
-    return op == LM_OP_RESHAPE || op == LM_OP_VIEW || op == LM_OP_PERMUTE || op == LM_OP_TRANSPOSE;
-}
-
 bool lm_same_shape(const struct lm_tensor *a, const struct lm_tensor *b)
 {
     for (int i = 0; i < 4; i++)

@@ -9,9 +9,10 @@
  * run a second copy of the node loop that times every node; the results are
  * the same bytes, and with it off the check costs one branch per graph.
  *
- * Later (see docs/kernels.md): fused ops are new entries of this table chosen
- * by a peephole pass over the node list (e.g. RMS_NORM followed by MUL), and
- * independent nodes can share a barrier; neither changes the op interface.
+ * Each op's compute and work functions are its row in cpu/op_table.c. A node
+ * pair that fuses (cpu/fuse.c: RMS_NORM then MUL, SILU then MUL) runs as one
+ * node, chosen while the threads walk the list; a node whose op has no
+ * compute is refused before anything runs, unless it is a view or a leaf.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -23,46 +24,6 @@
 #include "cpu/exec.h"
 #include "cpu/ops/ops.h"
 #include "cpu/repack.h"
-
-struct op_entry {
-    lm_cpu_op_fn compute; /* NULL: nothing to compute (leaf, view) */
-    lm_cpu_work_fn work;  /* NULL: needs no scratch */
-};
-
-static const struct op_entry op_table[LM_OP_COUNT] = {
-    [LM_OP_ADD] = {lm_cpu_op_binary, NULL},
-    [LM_OP_MUL] = {lm_cpu_op_binary, NULL},
-    [LM_OP_DIV] = {lm_cpu_op_binary, NULL},
-    [LM_OP_SCALE] = {lm_cpu_op_unary, NULL},
-    [LM_OP_SQR] = {lm_cpu_op_unary, NULL},
-    [LM_OP_SQRT] = {lm_cpu_op_unary, NULL},
-    [LM_OP_CLAMP] = {lm_cpu_op_unary, NULL},
-    [LM_OP_UNARY] = {lm_cpu_op_unary, NULL},
-    [LM_OP_SUM_ROWS] = {lm_cpu_op_sum_rows, NULL},
-    [LM_OP_NORM] = {lm_cpu_op_norm, NULL},
-    [LM_OP_RMS_NORM] = {lm_cpu_op_norm, NULL},
-    [LM_OP_MUL_MAT] = {lm_cpu_op_mul_mat, lm_cpu_work_mul_mat},
-    [LM_OP_MUL_MAT_ID] = {lm_cpu_op_mul_mat_id, lm_cpu_work_mul_mat_id},
-    [LM_OP_GET_ROWS] = {lm_cpu_op_get_rows, lm_cpu_work_get_rows},
-    [LM_OP_CPY] = {lm_cpu_op_cpy, lm_cpu_work_cpy},
-    [LM_OP_CONT] = {lm_cpu_op_cpy, lm_cpu_work_cpy},
-    [LM_OP_REPEAT] = {lm_cpu_op_repeat, NULL},
-    [LM_OP_CONCAT] = {lm_cpu_op_concat, NULL},
-    [LM_OP_DIAG_MASK_INF] = {lm_cpu_op_diag_mask_inf, NULL},
-    [LM_OP_SOFT_MAX] = {lm_cpu_op_soft_max, lm_cpu_work_soft_max},
-    [LM_OP_ROPE] = {lm_cpu_op_rope, lm_cpu_work_rope},
-    [LM_OP_ARGSORT] = {lm_cpu_op_argsort, lm_cpu_work_argsort},
-    [LM_OP_ATTN] = {lm_cpu_op_attn, lm_cpu_work_attn},
-    [LM_OP_SET_ROWS] = {lm_cpu_op_set_rows, lm_cpu_work_set_rows},
-    [LM_OP_GET_ROWS_BACK] = {lm_cpu_op_get_rows_back, NULL},
-    [LM_OP_REPEAT_BACK] = {lm_cpu_op_repeat_back, lm_cpu_work_repeat_back},
-    [LM_OP_RMS_NORM_BACK] = {lm_cpu_op_rms_norm_back, NULL},
-    [LM_OP_ROPE_BACK] = {lm_cpu_op_rope, lm_cpu_work_rope},
-    [LM_OP_SOFT_MAX_BACK] = {lm_cpu_op_soft_max_back, NULL},
-    [LM_OP_UNARY_BACK] = {lm_cpu_op_unary_back, NULL},
-    [LM_OP_CROSS_ENTROPY_LOSS] = {lm_cpu_op_cross_entropy_loss, lm_cpu_work_cross_entropy},
-    [LM_OP_CROSS_ENTROPY_LOSS_BACK] = {lm_cpu_op_cross_entropy_loss_back, lm_cpu_work_cross_entropy},
-};
 
 struct lm_cpu_exec {
     int n_threads;
@@ -115,12 +76,14 @@ static lm_status plan(const struct lm_graph *g, int nth, const struct lm_cpu_ker
     size_t need = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const struct lm_tensor *t = g->nodes[i];
-        if ((unsigned)t->op >= LM_OP_COUNT)
+        const struct lm_cpu_op_row *e = lm_cpu_op_row(t->op);
+        if (!e) {
+            LM_LOG_ERR("cpu: node '%s' has unknown op %d\n", t->name, (int)t->op);
             return LM_ERR_UNSUPPORTED;
-        const struct op_entry *e = &op_table[t->op];
-        if (!e->compute)
+        }
+        if (!e->compute && (t->op == LM_OP_NONE || lm_is_view_op(t->op)))
             continue;
-        if (!lm_cpu_supports_op(t)) {
+        if (!e->compute || !lm_cpu_supports_op(t)) {
             LM_LOG_ERR("cpu: op %s of '%s' not supported\n", lm_op_name(t->op), t->name);
             return LM_ERR_UNSUPPORTED;
         }
@@ -159,7 +122,7 @@ static inline int compute_node(const struct lm_cpu_params *p, const struct lm_gr
         lm_cpu_op_fused(p, kind, t, g->nodes[i + 1]);
         return i + 1;
     }
-    op_table[t->op].compute(p, t);
+    lm_cpu_op_row(t->op)->compute(p, t);
     return i;
 }
 
@@ -171,7 +134,7 @@ static void exec_nodes_profiled(const struct lm_cpu_params *p, const struct lm_g
     int64_t t0 = lm_time_ns();
     for (int i = 0; i < g->n_nodes; i++) {
         const struct lm_tensor *t = g->nodes[i];
-        if (!op_table[t->op].compute)
+        if (!lm_cpu_op_row(t->op)->compute)
             continue;
         int last = compute_node(p, g, i, fuse);
         int64_t t1 = lm_time_ns();
@@ -198,7 +161,7 @@ static void exec_worker(void *arg, int ith, int nth)
     }
     bool first = true;
     for (int i = 0; i < g->n_nodes; i++) {
-        if (!op_table[g->nodes[i]->op].compute)
+        if (!lm_cpu_op_row(g->nodes[i]->op)->compute)
             continue;
         if (!first)
             lm_cpu_sync(&p);

@@ -340,60 +340,87 @@ void *lm_cu_scratch(struct lm_cu_ctx *c, int slot, size_t bytes)
 typedef bool (*supports_fn)(const struct lm_cu_limits *lim, const struct lm_tensor *t);
 typedef lm_status (*op_fn)(struct lm_cu_ctx *c, struct lm_tensor *dst);
 
-struct op_family {
+/* One row per op, in enum lm_op order: {op, supports, run}; NULLs: not
+ * computed here (views and leaves compute nothing; the training ops run on
+ * the CPU). C++ has no array designators, so the order is checked at compile
+ * time instead. */
+struct op_row {
+    enum lm_op op;
     supports_fn supports;
     op_fn run;
 };
 
-static const struct op_family fam_elementwise = {lm_cu_supports_elementwise, lm_cu_op_elementwise};
-static const struct op_family fam_copy = {lm_cu_supports_copy, lm_cu_op_copy};
-static const struct op_family fam_matmul = {lm_cu_supports_matmul, lm_cu_op_matmul};
-static const struct op_family fam_attn = {lm_cu_supports_attn, lm_cu_op_attn};
-static const struct op_family fam_set_rows = {lm_cu_supports_set_rows, lm_cu_op_set_rows};
+#define ELEM lm_cu_supports_elementwise, lm_cu_op_elementwise
+#define COPY lm_cu_supports_copy, lm_cu_op_copy
+#define MATMUL lm_cu_supports_matmul, lm_cu_op_matmul
+#define NO_ROW nullptr, nullptr
 
-/* The family computing op, or NULL (training ops: the CPU computes them). */
-static const struct op_family *family(enum lm_op op)
+static constexpr struct op_row rows[] = {
+    {LM_OP_NONE, NO_ROW},
+    {LM_OP_ADD, ELEM},
+    {LM_OP_MUL, ELEM},
+    {LM_OP_DIV, ELEM},
+    {LM_OP_SCALE, ELEM},
+    {LM_OP_SQR, ELEM},
+    {LM_OP_SQRT, ELEM},
+    {LM_OP_CLAMP, ELEM},
+    {LM_OP_UNARY, ELEM},
+    {LM_OP_SUM_ROWS, ELEM},
+    {LM_OP_NORM, ELEM},
+    {LM_OP_RMS_NORM, ELEM},
+    {LM_OP_MUL_MAT, MATMUL},
+    {LM_OP_MUL_MAT_ID, MATMUL},
+    {LM_OP_GET_ROWS, MATMUL},
+    {LM_OP_CPY, COPY},
+    {LM_OP_CONT, COPY},
+    {LM_OP_REPEAT, ELEM},
+    {LM_OP_CONCAT, ELEM},
+    {LM_OP_RESHAPE, NO_ROW},
+    {LM_OP_VIEW, NO_ROW},
+    {LM_OP_PERMUTE, NO_ROW},
+    {LM_OP_TRANSPOSE, NO_ROW},
+    {LM_OP_DIAG_MASK_INF, ELEM},
+    {LM_OP_SOFT_MAX, ELEM},
+    {LM_OP_ROPE, ELEM},
+    {LM_OP_ARGSORT, ELEM},
+    {LM_OP_ATTN, lm_cu_supports_attn, lm_cu_op_attn},
+    {LM_OP_SET_ROWS, lm_cu_supports_set_rows, lm_cu_op_set_rows},
+    {LM_OP_GET_ROWS_BACK, NO_ROW},
+    {LM_OP_REPEAT_BACK, NO_ROW},
+    {LM_OP_RMS_NORM_BACK, NO_ROW},
+    {LM_OP_ROPE_BACK, NO_ROW},
+    {LM_OP_SOFT_MAX_BACK, NO_ROW},
+    {LM_OP_UNARY_BACK, NO_ROW},
+    {LM_OP_CROSS_ENTROPY_LOSS, NO_ROW},
+    {LM_OP_CROSS_ENTROPY_LOSS_BACK, NO_ROW},
+};
+
+#undef ELEM
+#undef COPY
+#undef MATMUL
+#undef NO_ROW
+
+static constexpr bool rows_in_op_order()
 {
-    switch (op) {
-    case LM_OP_ADD:
-    case LM_OP_MUL:
-    case LM_OP_DIV:
-    case LM_OP_SCALE:
-    case LM_OP_SQR:
-    case LM_OP_SQRT:
-    case LM_OP_CLAMP:
-    case LM_OP_UNARY:
-    case LM_OP_SUM_ROWS:
-    case LM_OP_NORM:
-    case LM_OP_RMS_NORM:
-    case LM_OP_REPEAT:
-    case LM_OP_CONCAT:
-    case LM_OP_DIAG_MASK_INF:
-    case LM_OP_SOFT_MAX:
-    case LM_OP_ROPE:
-    case LM_OP_ARGSORT:
-        return &fam_elementwise;
-    case LM_OP_CPY:
-    case LM_OP_CONT:
-        return &fam_copy;
-    case LM_OP_MUL_MAT:
-    case LM_OP_MUL_MAT_ID:
-    case LM_OP_GET_ROWS:
-        return &fam_matmul;
-    case LM_OP_ATTN:
-        return &fam_attn;
-    case LM_OP_SET_ROWS:
-        return &fam_set_rows;
-    default:
-        return NULL;
-    }
+    for (int i = 0; i < (int)(sizeof rows / sizeof rows[0]); i++)
+        if ((int)rows[i].op != i)
+            return false;
+    return true;
+}
+static_assert(sizeof rows / sizeof rows[0] == LM_OP_COUNT, "every enum lm_op needs its row in the CUDA table");
+static_assert(rows_in_op_order(), "the CUDA table lists the ops in enum lm_op order");
+
+/* The row computing op, or NULL when this backend does not compute it. */
+static const struct op_row *family(enum lm_op op)
+{
+    return (unsigned)op < LM_OP_COUNT && rows[op].run ? &rows[op] : nullptr;
 }
 
 static bool supports(const struct lm_cu_ctx *c, const struct lm_tensor *t)
 {
     if (lm_is_view_op(t->op) || t->op == LM_OP_NONE)
         return true;
-    const struct op_family *f = family(t->op);
+    const struct op_row *f = family(t->op);
     return f && lm_op_check(t, NULL, 0) && f->supports(&c->lim, t);
 }
 
@@ -549,7 +576,7 @@ static lm_status launch_nodes(struct lm_cu_backend *b, struct lm_graph *g, bool 
         struct lm_tensor *t = g->nodes[i];
         if (!launches(t))
             continue;
-        const struct op_family *f = family(t->op);
+        const struct op_row *f = family(t->op);
         if (!f || !supports(c, t)) {
             if (!quiet)
                 LM_LOG_ERR("%s: node '%s' (%s) is not supported\n", b->name, t->name, lm_op_name(t->op));

@@ -23,6 +23,10 @@ extern "C" { /* the CUDA backend (C++) calls these */
 lm_status lm_ref_backend_new(lm_backend_t *out);
 /* Registry entry "ref" (init = lm_ref_backend_new). Static; never NULL. */
 const struct lm_backend_reg *lm_ref_backend_reg(void);
+/* True when the ref backend has a compute function for op (its row in
+ * ref_backend.c); false for views, LM_OP_NONE and values outside enum lm_op.
+ * Pure. */
+bool lm_ref_op_computed(enum lm_op op);
 /* True if be was made by lm_ref_backend_new (false for NULL). */
 bool lm_backend_is_ref(lm_backend_t be);
 /* The ref buffer type "ref": 64-byte aligned host memory (is_host true), a

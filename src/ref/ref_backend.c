@@ -95,68 +95,93 @@ lm_buft lm_ref_buft(void) { return &ref_buft; }
 
 /* ---- op support ---- */
 
+/* What its loops cannot read or write (supports); NULL in a row: every
+ * well-formed node. */
+
+/* kernel limit: weight rows are converted whole with lm_ref_get_row, so they
+ * must be readable and packed (nb[0] the element size) */
+static bool supports_weight_rows(const struct lm_tensor *t)
+{
+    return lm_ref_type_readable(t->src[0]->type) && lm_is_contiguous_rows(t->src[0]);
+}
+
+/* kernel limit: a converting copy needs an encoder for the destination */
+static bool supports_cpy(const struct lm_tensor *t)
+{
+    return t->src[0]->type == t->type || lm_ref_type_writable(t->type);
+}
+
+static bool supports_set_rows(const struct lm_tensor *t)
+{
+    return lm_type_blck(t->type) == 1 || lm_ref_type_writable(t->type);
+}
+
+/* One row per op: {supports, compute}; compute NULL: not computed here
+ * (views and leaves compute nothing). */
+struct op_row {
+    bool (*supports)(const struct lm_tensor *t);
+    lm_status (*compute)(struct lm_tensor *dst);
+};
+
+#define ROW(o, sup, fn) [LM_OP_##o] = {sup, fn}
+
+/* Unsized, so that the count check fails when an op is added without its row. */
+static const struct op_row rows[] = {
+    ROW(NONE, NULL, NULL),
+    ROW(ADD, NULL, lm_ref_op_binary),
+    ROW(MUL, NULL, lm_ref_op_binary),
+    ROW(DIV, NULL, lm_ref_op_binary),
+    ROW(SCALE, NULL, lm_ref_op_unary),
+    ROW(SQR, NULL, lm_ref_op_unary),
+    ROW(SQRT, NULL, lm_ref_op_unary),
+    ROW(CLAMP, NULL, lm_ref_op_unary),
+    ROW(UNARY, NULL, lm_ref_op_unary),
+    ROW(SUM_ROWS, NULL, lm_ref_op_sum_rows),
+    ROW(NORM, NULL, lm_ref_op_norm),
+    ROW(RMS_NORM, NULL, lm_ref_op_norm),
+    ROW(MUL_MAT, supports_weight_rows, lm_ref_op_mul_mat),
+    ROW(MUL_MAT_ID, supports_weight_rows, lm_ref_op_mul_mat_id),
+    ROW(GET_ROWS, supports_weight_rows, lm_ref_op_get_rows),
+    ROW(CPY, supports_cpy, lm_ref_op_cpy),
+    ROW(CONT, supports_cpy, lm_ref_op_cpy),
+    ROW(REPEAT, NULL, lm_ref_op_repeat),
+    ROW(CONCAT, NULL, lm_ref_op_concat),
+    ROW(RESHAPE, NULL, NULL),
+    ROW(VIEW, NULL, NULL),
+    ROW(PERMUTE, NULL, NULL),
+    ROW(TRANSPOSE, NULL, NULL),
+    ROW(DIAG_MASK_INF, NULL, lm_ref_op_diag_mask_inf),
+    ROW(SOFT_MAX, NULL, lm_ref_op_soft_max),
+    ROW(ROPE, NULL, lm_ref_op_rope),
+    ROW(ARGSORT, NULL, lm_ref_op_argsort),
+    ROW(ATTN, NULL, lm_ref_op_attn),
+    ROW(SET_ROWS, supports_set_rows, lm_ref_op_set_rows),
+    ROW(GET_ROWS_BACK, NULL, lm_ref_op_get_rows_back),
+    ROW(REPEAT_BACK, NULL, lm_ref_op_repeat_back),
+    ROW(RMS_NORM_BACK, NULL, lm_ref_op_rms_norm_back),
+    ROW(ROPE_BACK, NULL, lm_ref_op_rope),
+    ROW(SOFT_MAX_BACK, NULL, lm_ref_op_soft_max_back),
+    ROW(UNARY_BACK, NULL, lm_ref_op_unary_back),
+    ROW(CROSS_ENTROPY_LOSS, NULL, lm_ref_op_cross_entropy_loss),
+    ROW(CROSS_ENTROPY_LOSS_BACK, NULL, lm_ref_op_cross_entropy_loss),
+};
+_Static_assert(sizeof rows / sizeof rows[0] == LM_OP_COUNT, "every enum lm_op needs its row in the ref table");
+
+bool lm_ref_op_computed(enum lm_op op) { return (unsigned)op < LM_OP_COUNT && rows[op].compute; }
+
 /* The nodes the ref backend computes (docs/ops.md): every well-formed node
- * (core/op_rules.c checks shapes, types and op_params), less what its loops
- * cannot read or write. */
+ * (core/op_rules.c checks shapes, types and op_params) of an op with a row,
+ * less what its loops cannot read or write; views and leaves (nothing to
+ * compute) too. */
 bool lm_ref_supports(const struct lm_tensor *t)
 {
     if (!lm_op_check(t, NULL, 0))
         return false;
-    const struct lm_tensor *s0 = t->src[0];
-    switch (t->op) {
-    case LM_OP_MUL_MAT:
-    case LM_OP_MUL_MAT_ID:
-    case LM_OP_GET_ROWS:
-        /* kernel limit: weight rows are converted whole with lm_ref_get_row, so
-         * they must be readable and packed (nb[0] the element size) */
-        return lm_ref_type_readable(s0->type) && lm_is_contiguous_rows(s0);
-    case LM_OP_CPY:
-    case LM_OP_CONT:
-        /* kernel limit: a converting copy needs an encoder for the destination */
-        return s0->type == t->type || lm_ref_type_writable(t->type);
-    case LM_OP_SET_ROWS:
-        return lm_type_blck(t->type) == 1 || lm_ref_type_writable(t->type);
-    default:
-        return true;
-    }
+    const struct op_row *r = &rows[t->op];
+    if (!r->compute)
+        return t->op == LM_OP_NONE || lm_is_view_op(t->op);
+    return !r->supports || r->supports(t);
 }
-
-typedef lm_status (*op_fn)(struct lm_tensor *dst);
-
-static const op_fn op_table[LM_OP_COUNT] = {
-    [LM_OP_ADD] = lm_ref_op_binary,
-    [LM_OP_MUL] = lm_ref_op_binary,
-    [LM_OP_DIV] = lm_ref_op_binary,
-    [LM_OP_SCALE] = lm_ref_op_unary,
-    [LM_OP_SQR] = lm_ref_op_unary,
-    [LM_OP_SQRT] = lm_ref_op_unary,
-    [LM_OP_CLAMP] = lm_ref_op_unary,
-    [LM_OP_UNARY] = lm_ref_op_unary,
-    [LM_OP_SUM_ROWS] = lm_ref_op_sum_rows,
-    [LM_OP_NORM] = lm_ref_op_norm,
-    [LM_OP_RMS_NORM] = lm_ref_op_norm,
-    [LM_OP_MUL_MAT] = lm_ref_op_mul_mat,
-    [LM_OP_MUL_MAT_ID] = lm_ref_op_mul_mat_id,
-    [LM_OP_GET_ROWS] = lm_ref_op_get_rows,
-    [LM_OP_CPY] = lm_ref_op_cpy,
-    [LM_OP_CONT] = lm_ref_op_cpy,
-    [LM_OP_REPEAT] = lm_ref_op_repeat,
-    [LM_OP_CONCAT] = lm_ref_op_concat,
-    [LM_OP_DIAG_MASK_INF] = lm_ref_op_diag_mask_inf,
-    [LM_OP_SOFT_MAX] = lm_ref_op_soft_max,
-    [LM_OP_ROPE] = lm_ref_op_rope,
-    [LM_OP_ARGSORT] = lm_ref_op_argsort,
-    [LM_OP_ATTN] = lm_ref_op_attn,
-    [LM_OP_SET_ROWS] = lm_ref_op_set_rows,
-    [LM_OP_GET_ROWS_BACK] = lm_ref_op_get_rows_back,
-    [LM_OP_REPEAT_BACK] = lm_ref_op_repeat_back,
-    [LM_OP_RMS_NORM_BACK] = lm_ref_op_rms_norm_back,
-    [LM_OP_ROPE_BACK] = lm_ref_op_rope,
-    [LM_OP_SOFT_MAX_BACK] = lm_ref_op_soft_max_back,
-    [LM_OP_UNARY_BACK] = lm_ref_op_unary_back,
-    [LM_OP_CROSS_ENTROPY_LOSS] = lm_ref_op_cross_entropy_loss,
-    [LM_OP_CROSS_ENTROPY_LOSS_BACK] = lm_ref_op_cross_entropy_loss,
-};
 
 /* ---- the backend ---- */
 
@@ -174,7 +199,7 @@ static lm_status be_graph_compute(lm_backend_t be, struct lm_graph *g)
         struct lm_tensor *t = g->nodes[i];
         if (t->op == LM_OP_NONE || lm_is_view_op(t->op) || lm_nelements(t) == 0)
             continue;
-        if ((unsigned)t->op >= LM_OP_COUNT || !op_table[t->op] || !lm_ref_supports(t)) {
+        if (!lm_ref_supports(t) || !rows[t->op].compute) {
             LM_LOG_ERR("ref: node '%s' (%s) is not supported\n", t->name, lm_op_name(t->op));
             return LM_ERR_UNSUPPORTED;
         }
@@ -182,7 +207,7 @@ static lm_status be_graph_compute(lm_backend_t be, struct lm_graph *g)
             LM_LOG_ERR("ref: node '%s' (%s) or one of its sources has no data\n", t->name, lm_op_name(t->op));
             return LM_ERR_INVALID_ARG;
         }
-        lm_status st = op_table[t->op](t);
+        lm_status st = rows[t->op].compute(t);
         if (st) {
             LM_LOG_ERR("ref: node '%s' (%s) failed: %s\n", t->name, lm_op_name(t->op), lm_status_str(st));
             return st;

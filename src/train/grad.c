@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/op_rules.h"
+
 /* ---- pointer maps (open addressing, linear probing) ---- */
 
 struct pmap {
@@ -281,18 +283,9 @@ static lm_status backprop_node(struct lm_grad *gr, const struct pmap *needs, con
     return LM_ERR_UNSUPPORTED;
 }
 
-bool lm_grad_supports(enum lm_op op)
-{
-    switch (op) {
-    case LM_OP_ADD: case LM_OP_MUL: case LM_OP_SCALE: case LM_OP_SQR: case LM_OP_UNARY: case LM_OP_SUM_ROWS:
-    case LM_OP_RMS_NORM: case LM_OP_MUL_MAT: case LM_OP_GET_ROWS: case LM_OP_CONT: case LM_OP_REPEAT:
-    case LM_OP_RESHAPE: case LM_OP_TRANSPOSE: case LM_OP_PERMUTE: case LM_OP_SOFT_MAX: case LM_OP_ROPE:
-    case LM_OP_CROSS_ENTROPY_LOSS:
-        return true;
-    default:
-        return false;
-    }
-}
+/* The op descriptor says which ops have a rule in backprop_node (LM_OPF_GRAD);
+ * tests/train checks each such op's gradient numerically. */
+bool lm_grad_supports(enum lm_op op) { return lm_op_has(op, LM_OPF_GRAD); }
 
 lm_status lm_grad_backward(struct lm_grad *gr, struct lm_graph *fwd, struct lm_tensor *y, struct lm_tensor *dy,
                            struct lm_tensor *const *wrt, int n_wrt)

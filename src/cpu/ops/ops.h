@@ -44,6 +44,16 @@ typedef void (*lm_cpu_op_fn)(const struct lm_cpu_params *p, struct lm_tensor *ds
 /* Scratch bytes an op needs for dst with nth threads (0: none). */
 typedef size_t (*lm_cpu_work_fn)(const struct lm_tensor *dst, int nth, const struct lm_cpu_kernels *kern);
 
+/* The CPU's row for one op (cpu/op_table.c): one per enum lm_op. */
+struct lm_cpu_op_row {
+    bool (*supports)(const struct lm_tensor *t); /* NULL: every well-formed node; else the kernels' limits */
+    lm_cpu_work_fn work;                         /* NULL: needs no scratch */
+    lm_cpu_op_fn compute;                        /* NULL: not computed on the CPU (views and leaves compute nothing) */
+};
+
+/* The row of op, or NULL for a value outside enum lm_op. Pure. */
+const struct lm_cpu_op_row *lm_cpu_op_row(enum lm_op op);
+
 /* Barrier among the threads of the current node. */
 static inline void lm_cpu_sync(const struct lm_cpu_params *p)
 {
