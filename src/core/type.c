@@ -4,7 +4,12 @@
 
 #include <strings.h>
 
-static const struct lm_type_traits traits[LM_TYPE_COUNT] = {
+/* The type descriptor every other type table hangs off (quant/quant.c's
+ * conversions, the CPU kernel table, repacking, quantize's ftype rules,
+ * CUDA's per-type switches): an id is a type exactly when it has a row here.
+ * Unsized, so that the count check below fails when enum lm_type grows
+ * without its row (quant.c checks its table the same way). */
+static const struct lm_type_traits traits[] = {
     [LM_TYPE_F32] = {"f32", 1, 4, false},
     [LM_TYPE_F16] = {"f16", 1, 2, false},
     [LM_TYPE_Q4_0] = {"q4_0", LM_QK, 2 + LM_QK / 2, true},
@@ -26,6 +31,7 @@ static const struct lm_type_traits traits[LM_TYPE_COUNT] = {
     [LM_TYPE_I32] = {"i32", 1, 4, false},
     [LM_TYPE_BF16] = {"bf16", 1, 2, false},
 };
+_Static_assert(sizeof traits / sizeof traits[0] == LM_TYPE_COUNT, "every enum lm_type needs its row in traits[]");
 
 static const struct lm_type_traits unknown = {"unknown", 0, 0, false};
 

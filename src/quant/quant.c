@@ -20,7 +20,9 @@ struct quant_row {
 
 #define ROW(to, from, im) {{(to), (from), false}, (im)}
 
-static const struct quant_row rows[LM_TYPE_COUNT] = {
+/* Unsized, so that the count check below fails when enum lm_type grows
+ * without its row; the integer types (I8, I16, I32) have none (NULLs). */
+static const struct quant_row rows[] = {
     [LM_TYPE_F32] = ROW(lm_quant_f32_to_float, lm_quant_f32_from_float, NULL),
     [LM_TYPE_F16] = ROW(lm_quant_f16_to_float, lm_quant_f16_from_float, NULL),
     [LM_TYPE_BF16] = ROW(lm_quant_bf16_to_float, lm_quant_bf16_from_float, NULL),
@@ -40,6 +42,7 @@ static const struct quant_row rows[LM_TYPE_COUNT] = {
     [LM_TYPE_IQ2_XXS] = {{lm_quant_iq2_xxs_to_float, NULL, true}, lm_quant_iq2_xxs_imat},
     [LM_TYPE_IQ2_XS] = {{lm_quant_iq2_xs_to_float, NULL, true}, lm_quant_iq2_xs_imat},
 };
+_Static_assert(sizeof rows / sizeof rows[0] == LM_TYPE_COUNT, "every enum lm_type needs its row in quant.c's rows[]");
 
 static const struct quant_row none = {{NULL, NULL, false}, NULL};
 

@@ -181,6 +181,36 @@ static void test_sizes_and_traits(void)
     CHECK(!lm_quantize_requires_imatrix(LM_TYPE_Q4_K) && !lm_quantize_requires_imatrix((enum lm_type)99));
 }
 
+/* Every type id walked through the type descriptor (core/type.c) and the
+ * conversion table (quant.c): a valid id has a name that maps back to it and
+ * a block, and a decoder unless it is an integer type, and an encoder (or an
+ * imatrix encoder) exactly when it can be quantized to; an id without a
+ * descriptor row has no conversions either. */
+static void test_type_walk(void)
+{
+    int n_valid = 0;
+    for (int i = 0; i < LM_TYPE_COUNT; i++) {
+        const enum lm_type t = (enum lm_type)i;
+        const struct lm_quant_traits *q = lm_quant_traits(t);
+        if (!lm_type_valid(i)) {
+            CHECKF(!q->to_float && !q->from_float && !q->needs_imatrix && !lm_quantize_supported(t),
+                   "type id %d: conversions without a descriptor row", i);
+            continue;
+        }
+        n_valid++;
+        enum lm_type back = LM_TYPE_COUNT;
+        CHECKF(lm_type_from_name(lm_type_name(t), &back) && back == t, "type %d: name %s", i, lm_type_name(t));
+        CHECKF(lm_type_blck(t) > 0 && lm_type_size(t) > 0, "type %s: block", lm_type_name(t));
+        const bool integer = t == LM_TYPE_I8 || t == LM_TYPE_I16 || t == LM_TYPE_I32;
+        CHECKF(integer ? !q->to_float && !q->from_float : q->to_float != NULL, "type %s: decoder", lm_type_name(t));
+        CHECKF(lm_quantize_supported(t) == (q->from_float != NULL || q->needs_imatrix), "type %s: encoder",
+               lm_type_name(t));
+        CHECKF(lm_type_traits(t)->is_quantized == (lm_type_blck(t) > 1), "type %s: is_quantized", lm_type_name(t));
+    }
+    CHECK(n_valid == 20); /* F32 F16 BF16, Q4_0..Q8_1 (6), Q2_K..Q8_K (6), IQ2_XXS IQ2_XS, I8 I16 I32 */
+    CHECK(!lm_type_valid(LM_TYPE_COUNT) && !lm_type_valid(-1));
+}
+
 static void test_bad_args(void)
 {
     float x[1024] = {0};
@@ -349,6 +379,7 @@ int main(void)
     lm_log_set_level(LM_LOG_ERROR); /* the validation tests provoke warnings */
     test_fixtures();
     test_sizes_and_traits();
+    test_type_walk();
     test_bad_args();
     test_zero_and_nan();
     test_validate();
