@@ -42,6 +42,17 @@ if ! command -v clang >/dev/null 2>&1 && command -v apt-cache >/dev/null 2>&1; t
     echo "deps: no clang package known to apt; the clang steps of make test are skipped" >&2
   fi
 fi
+# clang-format (optional): tests/tools/test_format.sh checks the lines changed
+# since .clang-format-base with git-clang-format (same package) and skips without it.
+if ! command -v git-clang-format >/dev/null 2>&1 && command -v apt-cache >/dev/null 2>&1; then
+  cand=$(apt-cache policy clang-format 2>/dev/null | awk '/Candidate:/ {print $2}')
+  if [ -n "$cand" ] && [ "$cand" != "(none)" ]; then
+    echo "deps: installing clang-format $cand (format check of changed lines)" >&2
+    $SUDO apt-get install -y -qq clang-format >/dev/null || echo "deps: clang-format could not be installed; the format check skips" >&2
+  else
+    echo "deps: no clang-format package known to apt; the format check skips" >&2
+  fi
+fi
 # chromium (optional): tests/tools/test_serve_webui.sh drives the server's chat
 # page in headless Chromium and skips without it.
 if ! command -v chromium >/dev/null 2>&1 && command -v apt-cache >/dev/null 2>&1; then

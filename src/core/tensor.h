@@ -186,7 +186,7 @@ size_t lm_nbytes(const struct lm_tensor *t);      /* bytes spanned by the data (
 int lm_n_dims(const struct lm_tensor *t);         /* highest dim with ne > 1, plus one (>= 1) */
 bool lm_is_contiguous(const struct lm_tensor *t); /* rows packed, dims in order */
 bool lm_is_contiguous_rows(const struct lm_tensor *t); /* nb[0] is the element size */
-bool lm_is_view_op(enum lm_op op);                /* RESHAPE, VIEW, PERMUTE, TRANSPOSE (the op descriptor's LM_OPF_VIEW) */
+bool lm_is_view_op(enum lm_op op);                     /* the descriptor's LM_OPF_VIEW: RESHAPE, VIEW, ... */
 bool lm_same_shape(const struct lm_tensor *a, const struct lm_tensor *b);
 bool lm_can_repeat(const struct lm_tensor *small, const struct lm_tensor *big);
 const char *lm_op_name(enum lm_op op);
