@@ -163,6 +163,10 @@ void lm_backend_set_n_threads(lm_backend_t be, int n_threads);
 
 /* ---- registry ---- */
 
+/* The most backends one model and its contexts use at once: the host plus
+ * GPUs (placement's devices, the scheduler's backends). */
+#define LM_MAX_DEVICES 8
+
 /* What a registered backend computes on: host memory (cpu, ref) or a GPU. */
 enum lm_dev_kind { LM_DEV_HOST = 0, LM_DEV_GPU = 1 };
 

@@ -39,9 +39,9 @@ struct assignment {
 };
 
 struct lm_sched {
-    lm_backend_t backends[LM_SCHED_MAX_BACKENDS];
-    struct lm_gallocr *galloc[LM_SCHED_MAX_BACKENDS];
-    struct lm_graph *bgraph[LM_SCHED_MAX_BACKENDS]; /* each backend's nodes, leafs and copies */
+    lm_backend_t backends[LM_MAX_DEVICES];
+    struct lm_gallocr *galloc[LM_MAX_DEVICES];
+    struct lm_graph *bgraph[LM_MAX_DEVICES]; /* each backend's nodes, leafs and copies */
     int n_backends;
     int graph_size;
 
@@ -62,8 +62,8 @@ struct lm_sched {
     int n_copies, cap_copies;
     struct rewrite *rewrites;
     int n_rewrites, cap_rewrites;
-    struct lm_tensor **keep[LM_SCHED_MAX_BACKENDS];
-    int n_keep[LM_SCHED_MAX_BACKENDS];
+    struct lm_tensor **keep[LM_MAX_DEVICES];
+    int n_keep[LM_MAX_DEVICES];
 
     struct lm_graph *allocated;
 
@@ -98,7 +98,7 @@ static void set_be(struct lm_sched *s, const struct lm_tensor *t, int be)
 
 lm_status lm_sched_new(lm_backend_t *backends, int n_backends, int graph_size, struct lm_sched **out)
 {
-    if (!backends || n_backends < 1 || n_backends > LM_SCHED_MAX_BACKENDS || graph_size < 1 || !out)
+    if (!backends || n_backends < 1 || n_backends > LM_MAX_DEVICES || graph_size < 1 || !out)
         return LM_ERR_INVALID_ARG;
     struct lm_sched *s = calloc(1, sizeof *s);
     if (!s)
@@ -110,7 +110,7 @@ lm_status lm_sched_new(lm_backend_t *backends, int n_backends, int graph_size, s
     s->assign = calloc(s->assign_cap, sizeof *s->assign);
     s->assign_gen = 1;
     s->splits = calloc((size_t)graph_size, sizeof *s->splits);
-    for (int i = 0; i < LM_SCHED_MAX_BACKENDS; i++)
+    for (int i = 0; i < LM_MAX_DEVICES; i++)
         s->keep[i] = i < n_backends ? calloc((size_t)graph_size, sizeof(struct lm_tensor *)) : NULL;
     if (!s->assign || !s->splits)
         st = LM_ERR_NOMEM;
@@ -150,7 +150,7 @@ void lm_sched_free(struct lm_sched *s)
     if (!s)
         return;
     lm_sched_reset(s);
-    for (int i = 0; i < LM_SCHED_MAX_BACKENDS; i++) {
+    for (int i = 0; i < LM_MAX_DEVICES; i++) {
         lm_gallocr_free(s->galloc[i]);
         free(s->keep[i]);
     }

@@ -25,9 +25,7 @@
 
 struct lm_sched;
 
-#define LM_SCHED_MAX_BACKENDS 8
-
-/* A scheduler over n_backends backends (1..LM_SCHED_MAX_BACKENDS), for
+/* A scheduler over n_backends backends (1..LM_MAX_DEVICES), for
  * graphs of up to graph_size nodes. The backends are borrowed (not freed). */
 lm_status lm_sched_new(lm_backend_t *backends, int n_backends, int graph_size, struct lm_sched **out);
 void lm_sched_free(struct lm_sched *s);

@@ -89,8 +89,10 @@ enum lm_unary_op {
 enum lm_sort_order { LM_SORT_ASC = 0, LM_SORT_DESC = 1 };
 
 /* RoPE modes: NORMAL rotates adjacent pairs (x[2i], x[2i+1]); NEOX rotates
- * (x[i], x[i + n_dims/2]). Only the first n_dims of each row rotate. */
-enum lm_rope_mode { LM_ROPE_NORMAL = 0, LM_ROPE_NEOX = 2 };
+ * (x[i], x[i + n_dims/2]). Only the first n_dims of each row rotate. NONE is
+ * no op mode: an architecture without RoPE says so with it (its K shift and
+ * graph then rotate nothing). */
+enum lm_rope_mode { LM_ROPE_NONE = -1, LM_ROPE_NORMAL = 0, LM_ROPE_NEOX = 2 };
 
 enum lm_tensor_flag {
     LM_FLAG_INPUT = 1,  /* filled by the caller before compute */

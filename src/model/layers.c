@@ -344,7 +344,7 @@ lm_status lm_build_graph(struct lm_build *b)
 bool lm_build_keys_rotated(const struct lm_hparams *hp)
 {
     const struct lm_arch_def *def = lm_arch_get(hp->arch);
-    return def && def->rope_mode >= 0 && !(hp->f_max_alibi_bias > 0.0f);
+    return def && def->rope_mode != LM_ROPE_NONE && !(hp->f_max_alibi_bias > 0.0f);
 }
 
 lm_status lm_build_k_shift(struct lm_build *b)
@@ -355,7 +355,7 @@ lm_status lm_build_k_shift(struct lm_build *b)
     b->graph = lm_graph_new(ctx, LM_GRAPH_MAX_NODES);
     b->inp_pos = input(b, lm_new_tensor_1d(ctx, LM_TYPE_I32, kv->size), "inp_k_shift");
     const struct lm_arch_def *def = lm_arch_get(hp->arch);
-    if (!def || def->rope_mode < 0)
+    if (!def || def->rope_mode == LM_ROPE_NONE)
         return LM_ERR_UNSUPPORTED;
     int mode = def->rope_mode;
     int64_t hk = hp->n_embd_head_k;

@@ -228,13 +228,12 @@ const char *lm_ftype_name(uint32_t ftype);
 /* ---- architectures (model/arch.c, model/arch/<name>.c) ---- */
 
 struct lm_loader;
-struct lm_graph_inputs;
 struct lm_build;
 struct lm_decoder; /* model/build.h */
 
 struct lm_arch_def {
     const char *name;                    /* general.architecture value */
-    int rope_mode;                       /* LM_ROPE_NORMAL / LM_ROPE_NEOX, or -1 without RoPE */
+    int rope_mode;                       /* enum lm_rope_mode: LM_ROPE_NORMAL, LM_ROPE_NEOX, or LM_ROPE_NONE */
     /* An encoder has no LM head: its builder sets out_embd to the pooled
      * embeddings and out_logits to NULL, a context for it needs embedding =
      * true, and each decode encodes its batch alone (context.c). */

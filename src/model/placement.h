@@ -35,8 +35,6 @@
 #include "backend/backend.h"
 #include "model/model.h"
 
-#define LM_MAX_DEVICES 8 /* host + GPUs (the scheduler's limit) */
-
 enum lm_split_mode { LM_SPLIT_NONE = 0, LM_SPLIT_LAYER = 1, LM_SPLIT_ROW = 2 }; /* = llama_split_mode */
 
 struct lm_placement_params {

@@ -122,7 +122,7 @@ static struct lm_tensor *build(struct lm_build *b)
 
 const struct lm_arch_def lm_arch_bert = {
     .name = "bert",
-    .rope_mode = -1,
+    .rope_mode = LM_ROPE_NONE,
     .encoder = true,
     .hparams = hparams,
     .tensors = tensors,

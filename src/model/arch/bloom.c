@@ -43,7 +43,7 @@ static const struct lm_decoder decoder = {
 
 const struct lm_arch_def lm_arch_bloom = {
     .name = "bloom",
-    .rope_mode = -1,
+    .rope_mode = LM_ROPE_NONE,
     .hparams = hparams,
     .size = size,
     .tensors = lm_decoder_tensors,

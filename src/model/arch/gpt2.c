@@ -34,7 +34,7 @@ const struct lm_decoder lm_decoder_gpt2 = {
 
 const struct lm_arch_def lm_arch_gpt2 = {
     .name = "gpt2",
-    .rope_mode = -1,
+    .rope_mode = LM_ROPE_NONE,
     .size = size,
     .tensors = lm_decoder_tensors,
     .build = lm_decoder_build,

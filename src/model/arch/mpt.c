@@ -38,7 +38,7 @@ static const struct lm_decoder decoder = {
 
 const struct lm_arch_def lm_arch_mpt = {
     .name = "mpt",
-    .rope_mode = -1,
+    .rope_mode = LM_ROPE_NONE,
     .hparams = hparams,
     .size = size,
     .tensors = lm_decoder_tensors,

@@ -35,7 +35,7 @@ static const struct lm_decoder decoder = {
 
 const struct lm_arch_def lm_arch_refact = {
     .name = "refact",
-    .rope_mode = -1,
+    .rope_mode = LM_ROPE_NONE,
     .hparams = hparams,
     .size = size,
     .tensors = lm_decoder_tensors,

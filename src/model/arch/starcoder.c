@@ -26,7 +26,7 @@ static enum lm_model_size size(const struct lm_hparams *hp)
 
 const struct lm_arch_def lm_arch_starcoder = {
     .name = "starcoder",
-    .rope_mode = -1,
+    .rope_mode = LM_ROPE_NONE,
     .size = size,
     .tensors = lm_decoder_tensors,
     .build = lm_decoder_build,
