@@ -6,18 +6,25 @@
  *     after a model load and a decode, no CUDA library (libcud*) is mapped
  *     unless a CUDA backend was registered: a machine without a GPU pays
  *     nothing for the CUDA build;
+ *   - LAMINA_MODULE_PATH set but empty: no module looked for;
+ *   - a module whose driver library (libcuda.so.1) does not open is not
+ *     opened itself: a log line says so (where the driver opens, it loads).
+ * With the argument "fakes" (ctest puts a stand-in libcuda.so.1 on
+ * LD_LIBRARY_PATH, so the driver check passes):
  *   - LAMINA_MODULE_PATH at a folder whose liblamina-cuda.so is garbage bytes,
  *     a module of another build (ABI), one without the entry points, one
  *     finding no device: each is one log line naming it, nothing registered,
  *     and the CPU still decodes;
  *   - a module that registers a backend ("fake0", through liblamina.so's lm_*
  *     exports): it is in the registry after the CPU;
- *   - LAMINA_MODULE_PATH set but empty: no module looked for.
+ *   - in a CUDA build, its liblamina-cuda.so without a GPU: its init's "no
+ *     CUDA device" line, and no libcud* mapped after it is closed.
  * LAMINA_TEST_EXPECT_CUDA set (scripts/gpu-check.sh): the default search must
  * find a GPU through liblamina-cuda.so.
  * FAKE_DIR (compile-time) holds the fake modules' folders fake1..fake4
  * (fake_module.c).
  */
+#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,6 +161,21 @@ static void case_fake_ok(void)
     lm_backend_free(be);
 }
 
+/* fake4 registers fake0 when libcuda.so.1 opens here, else the log says it does not. */
+static void case_driver(void)
+{
+    void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    setenv("LAMINA_MODULE_PATH", FAKE_DIR "/fake4", 1);
+    init_and_decode();
+    if (driver) {
+        CHECKF(reg_index("fake0") >= 2, "libcuda.so.1 opens, yet no fake0:\n%s", log_text);
+        dlclose(driver);
+    } else {
+        CHECKF(reg_index("fake0") < 0, "fake0 without libcuda.so.1");
+        CHECKF(log_line("no libcuda.so.1") != NULL, "no log line about the driver:\n%s", log_text);
+    }
+}
+
 static void case_empty_path(void)
 {
     setenv("LAMINA_MODULE_PATH", "", 1);
@@ -179,18 +201,41 @@ static void in_child(const char *name, void (*fn)(void))
            "case %s failed (status %d)", name, status);
 }
 
+/* A CUDA build's own liblamina-cuda.so past the driver check (the stand-in
+ * libcuda.so.1 has no driver in it): its init finds no device, says so, and
+ * is closed with the CUDA libraries it mapped. */
+static void case_real_module(void)
+{
+    if (access(LM_BINARY_DIR "/liblamina-cuda.so", F_OK) != 0) {
+        printf("real module: not built (no CUDA in this build)\n");
+        return;
+    }
+    setenv("LAMINA_MODULE_PATH", LM_BINARY_DIR, 1);
+    init_and_decode();
+    if (reg_index("cuda") >= 0) /* a driver after all */
+        return;
+    CHECKF(log_line("no CUDA device") != NULL, "the CUDA module's init failure is not logged:\n%s", log_text);
+    CHECKF(!cuda_mapped(), "CUDA libraries mapped after the module found no device");
+    printf("real module: no CUDA device, closed again\n");
+}
+
 static void case_abi(void) { case_broken(FAKE_DIR "/fake1", "another lamina build"); }
 static void case_no_device(void) { case_broken(FAKE_DIR "/fake2", "fake: no device here"); }
 static void case_no_entry(void) { case_broken(FAKE_DIR "/fake3", "not a lamina backend module"); }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    in_child("default", case_default);
-    in_child("garbage", case_garbage);
-    in_child("abi", case_abi);
-    in_child("no_device", case_no_device);
-    in_child("no_entry", case_no_entry);
-    in_child("fake_ok", case_fake_ok);
-    in_child("empty_path", case_empty_path);
+    if (argc > 1 && strcmp(argv[1], "fakes") == 0) {
+        in_child("garbage", case_garbage);
+        in_child("abi", case_abi);
+        in_child("no_device", case_no_device);
+        in_child("no_entry", case_no_entry);
+        in_child("fake_ok", case_fake_ok);
+        in_child("real_module", case_real_module);
+    } else {
+        in_child("default", case_default);
+        in_child("empty_path", case_empty_path);
+        in_child("driver", case_driver);
+    }
     return lm_test_summary();
 }
