@@ -148,7 +148,7 @@ else
     cat $build/cuda-status.txt
     targets="lamina"
     if [ "${GPU_CHECK_SKIP_TESTS:-0}" != 1 ]; then
-        targets="$targets test_cuda_ops test_cuda_model lamina_cuda test_modules"
+        targets="$targets test_cuda_ops test_cuda_model lamina_cuda test_modules local_host"
         for f in tests/cuda/test_cuda_host_*.cu; do [ -f "$f" ] && targets="$targets $(basename "$f" .cu)"; done
     fi
     # shellcheck disable=SC2086 # one word per target
