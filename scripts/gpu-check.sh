@@ -8,7 +8,8 @@
 #      Release, CMAKE_CUDA_ARCHITECTURES from nvidia-smi) (~1.5-2.5 min);
 #   3. the CUDA tests (ctest label cuda: every op on the GPU against ref,
 #      whole models with layers on the GPU against their reference logits,
-#      the kernels' block math on the host) (~1 min), while `lamina mkmodel`
+#      the kernels' block math on the host; liblamina.so finding the GPU
+#      through its module liblamina-cuda.so) (~1 min), while `lamina mkmodel`
 #      writes TinyLlama-1.1B and Llama-7B shapes (Q4_0) in the background
 #      (~10 s and ~30-60 s);
 #   4. lamina against llama.cpp on each of those files, alternated rounds
@@ -147,7 +148,7 @@ else
     cat $build/cuda-status.txt
     targets="lamina"
     if [ "${GPU_CHECK_SKIP_TESTS:-0}" != 1 ]; then
-        targets="$targets test_cuda_ops test_cuda_model"
+        targets="$targets test_cuda_ops test_cuda_model lamina_cuda test_modules local_host"
         for f in tests/cuda/test_cuda_host_*.cu; do [ -f "$f" ] && targets="$targets $(basename "$f" .cu)"; done
     fi
     # shellcheck disable=SC2086 # one word per target
@@ -185,6 +186,8 @@ if [ -z "${GPU_CHECK_LAMINA:-}" ] && [ "${GPU_CHECK_SKIP_TESTS:-0}" != 1 ]; then
     # the GPU tests' own TIMEOUT property (600 s) wins over --timeout: cap the whole step instead
     (cd $build && timeout -k 10 240 ctest -L cuda --output-on-failure --timeout 180)
     tests_rc=$?
+    # liblamina.so finds the GPU through its module liblamina-cuda.so (docs/architecture.md "Backend modules")
+    (cd $build && LAMINA_TEST_EXPECT_CUDA=1 timeout -k 10 120 ctest -R '^modules/' --output-on-failure) || tests_rc=1
     tests=$([ $tests_rc = 0 ] && echo passed || echo FAILED)
 fi
 

@@ -5,12 +5,10 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "api/modules.h"
 #include "core/env.h"
 #include "core/log.h"
 #include "cpu/cpu.h"
-#ifdef LM_HAVE_CUDA
-#include "cuda/cuda.h"
-#endif
 #include "ref/ref.h"
 #include "vocab/vocab.h"
 
@@ -76,12 +74,10 @@ void llama_backend_init(bool numa)
     (void)numa;
     lm_backend_register(lm_cpu_backend_reg());
     lm_backend_register(lm_ref_backend_reg());
-#ifdef LM_HAVE_CUDA
-    /* one entry per visible GPU, after the CPU (placement.c: device 0 is the
-     * host, GPUs follow in registry order); none without a driver or GPU */
-    for (int i = 0; i < lm_cuda_device_count(); i++)
-        lm_backend_register(lm_cuda_backend_reg(i));
-#endif
+    /* device backends after the CPU (placement.c: device 0 is the host, GPUs
+     * follow in registry order), linked in or loaded as modules (modules.h);
+     * none without a driver or GPU */
+    lm_api_modules_init();
     (void)lm_cpu_features();
 }
 

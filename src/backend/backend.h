@@ -200,10 +200,11 @@ struct lm_backend_reg {
     bool (*memory)(size_t *free, size_t *total);
 };
 
-/* Add a factory (idempotent by name; at most 16). Each backend module exports
- * its reg (lm_cpu_backend_reg(), lm_ref_backend_reg()); the model layer
- * registers the built-in ones (cpu first, so it is preferred). Call at start-up,
- * not concurrently with other registry calls. */
+/* Add a factory (idempotent by name; at most 16). Each backend exports its
+ * reg (lm_cpu_backend_reg(), lm_ref_backend_reg(); device backends through
+ * their module init, backend/module.h); llama_backend_init registers them
+ * (cpu first, so it is preferred). Call at start-up, not concurrently with
+ * other registry calls. */
 lm_status lm_backend_register(const struct lm_backend_reg *reg);
 /* Registered factories, in registration (= priority) order. */
 int lm_backend_reg_count(void);

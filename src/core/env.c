@@ -104,6 +104,15 @@ static const struct lm_env_switch table[LM_ENV_COUNT] = {
             .meaning = "0: every decode builds and allocates its graph anew, none is kept for the next",
             .when = "every context creation",
         },
+    [LM_ENV_MODULE_PATH] =
+        {
+            .name = "LAMINA_MODULE_PATH",
+            .kind = LM_ENV_PATH,
+            .def = 0,
+            .meaning = "folders (':' between them) liblamina.so searches for backend modules (liblamina-cuda.so) "
+                       "instead of its own folder and the install libdir; empty: load none",
+            .when = "llama_backend_init (once per process: a module loaded stays)",
+        },
 };
 
 const struct lm_env_switch *lm_env_switch(enum lm_env_id id) { return (unsigned)id < LM_ENV_COUNT ? &table[id] : NULL; }
@@ -152,4 +161,11 @@ int lm_env_level(enum lm_env_id id)
     assert(s && s->kind == LM_ENV_LEVEL);
     const int i = word_index(s, getenv(s->name));
     return i >= 0 ? s->levels[i] : s->def;
+}
+
+const char *lm_env_path(enum lm_env_id id)
+{
+    const struct lm_env_switch *s = lm_env_switch(id);
+    assert(s && s->kind == LM_ENV_PATH);
+    return getenv(s->name);
 }

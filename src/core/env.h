@@ -24,6 +24,8 @@
  *                      (LM_ENV_AUTO: none).
  *   LM_ENV_LEVEL       like WORD, but each word stands for a number (the
  *                      row's levels) and the result is that number.
+ *   LM_ENV_PATH        the value as it is (a path or a list of paths);
+ *                      NULL when unset. def is 0.
  * Values outside a switch's accepted set are ignored silently (the default
  * applies), as they always were.
  */
@@ -45,6 +47,7 @@ enum lm_env_id {
     LM_ENV_CUDA_GRAPHS, /* LAMINA_CUDA_GRAPHS: decode through CUDA graphs */
     LM_ENV_CUDA_MMQ,    /* LAMINA_CUDA_MMQ: quantized small batches through the MMQ kernels */
     LM_ENV_GRAPH_REUSE, /* LAMINA_GRAPH_REUSE: a context keeps its last graph for the next decode */
+    LM_ENV_MODULE_PATH, /* LAMINA_MODULE_PATH: where liblamina.so looks for backend modules */
     LM_ENV_COUNT
 };
 
@@ -54,6 +57,7 @@ enum lm_env_kind {
     LM_ENV_FLAG_LEAD0,
     LM_ENV_WORD,
     LM_ENV_LEVEL,
+    LM_ENV_PATH,
 };
 
 #define LM_ENV_AUTO (-1) /* a default that leaves the choice to the reader */
@@ -90,6 +94,10 @@ const char *lm_env_word_name(enum lm_env_id id);
 /* A LEVEL switch now: the number of its word, or the row's default when
  * unset or not one of them. Thread-safe as getenv() is. */
 int lm_env_level(enum lm_env_id id);
+
+/* A PATH switch now: its value (the environment's string: valid until the
+ * next setenv of it), or NULL when unset. Thread-safe as getenv() is. */
+const char *lm_env_path(enum lm_env_id id);
 
 #ifdef __cplusplus
 }

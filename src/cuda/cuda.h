@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
+#include "backend/module.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -35,6 +36,11 @@ const struct lm_backend_reg *lm_cuda_backend_reg(int device);
 lm_buft lm_cuda_buft(int device);
 /* Page-locked host memory (is_host: the CPU reads it directly). */
 lm_buft lm_cuda_host_buft(void);
+/* The CUDA backend as a module (backend/module.h): one reg per visible GPU
+ * into *out, or LM_ERR_UNSUPPORTED with the reason (no driver, no device) in
+ * out->note. liblamina-cuda.so exports it as lamina_module_init; the static
+ * library and the tool call it directly. Call once, at start-up. */
+lm_status lm_cuda_module_init(struct lm_module_info *out);
 /* True if be is a CUDA backend. */
 bool lm_backend_is_cuda(lm_backend_t be);
 

@@ -96,6 +96,10 @@ static const struct env_case cases[] = {
     {LM_ENV_GRAPH_REUSE, "0", 0},
     {LM_ENV_GRAPH_REUSE, "1", 1},
     {LM_ENV_GRAPH_REUSE, "no", 1},
+    /* a path: read_switch says whether it is set; check_cases checks the string */
+    {LM_ENV_MODULE_PATH, UNSET, 0},
+    {LM_ENV_MODULE_PATH, "", 1},
+    {LM_ENV_MODULE_PATH, "/a:/b", 1},
 };
 
 static bool is_flag(enum lm_env_kind k)
@@ -117,6 +121,8 @@ static int read_switch(enum lm_env_id id)
     const struct lm_env_switch *s = lm_env_switch(id);
     if (is_flag(s->kind))
         return lm_env_flag(id);
+    if (s->kind == LM_ENV_PATH)
+        return lm_env_path(id) != NULL;
     return s->kind == LM_ENV_WORD ? lm_env_word(id) : lm_env_level(id);
 }
 
@@ -135,6 +141,8 @@ static void check_table(void)
             CHECKF(nw == 0, "%s: a flag has no words", s->name);
             CHECKF(s->def == 0 || s->def == 1 || (s->def == LM_ENV_AUTO && s->kind == LM_ENV_FLAG_01), "%s: default %d",
                    s->name, s->def);
+        } else if (s->kind == LM_ENV_PATH) {
+            CHECKF(nw == 0 && s->def == 0, "%s: a path has no words and default 0", s->name);
         } else if (s->kind == LM_ENV_WORD) {
             CHECKF(nw >= 1 && s->def >= LM_ENV_AUTO && s->def < nw, "%s: %d words, default %d", s->name, nw, s->def);
         } else {
@@ -181,6 +189,12 @@ static void check_cases(void)
     setenv("LAMINA_ATTN", "garbage", 1);
     CHECK(strcmp(lm_env_word_name(LM_ENV_ATTN), "fused") == 0);
     unsetenv("LAMINA_ATTN");
+
+    /* a path is the value as it is */
+    CHECK(lm_env_path(LM_ENV_MODULE_PATH) == NULL);
+    setenv("LAMINA_MODULE_PATH", "/x/y:/z", 1);
+    CHECK(lm_env_path(LM_ENV_MODULE_PATH) && strcmp(lm_env_path(LM_ENV_MODULE_PATH), "/x/y:/z") == 0);
+    unsetenv("LAMINA_MODULE_PATH");
 }
 
 /* A file's bytes with a NUL after them, or NULL. */

@@ -6,7 +6,9 @@
 #  - pkg-config finds lamina there with P's paths;
 #  - install_prog.c builds with `pkg-config --cflags --libs lamina` against
 #    the shared library (run with LD_LIBRARY_PATH) and with `--static` against
-#    liblamina.a (no liblamina.so needed), and both generate the reference ids.
+#    liblamina.a (no liblamina.so needed), and both generate the reference ids;
+#  - liblamina.so needs no CUDA library; a CUDA build installs
+#    liblamina-cuda.so beside it (docs/architecture.md "Backend modules").
 # In a sanitizer build the client is compiled with the same compiler and
 # sanitizer flags (the installed library needs their runtime).
 . "$(dirname "$0")/lib.sh"
@@ -31,6 +33,13 @@ case "$soname" in liblamina.so.[0-9]*) ok ;; *) bad "liblamina.so SONAME is '$so
 [ "$(readlink -f "$LIBDIR/libllama.so")" = "$(readlink -f "$LIBDIR/liblamina.so")" ] && ok ||
   bad "libllama.so is not liblamina.so"
 "$P/bin/lamina" --help >/dev/null && ok || bad "installed lamina --help"
+# liblamina.so maps no CUDA library itself; a CUDA build installs its module beside it
+objdump -p "$LIBDIR/liblamina.so" | grep -q "NEEDED.*libcu" && bad "liblamina.so needs a CUDA library" || ok
+if [ -e "$BUILD/liblamina-cuda.so" ]; then
+  [ -e "$LIBDIR/liblamina-cuda.so" ] && ok || bad "not installed: liblamina-cuda.so"
+  objdump -p "$LIBDIR/liblamina-cuda.so" | grep -q "NEEDED.*liblamina.so" && ok ||
+    bad "liblamina-cuda.so does not need liblamina.so"
+fi
 
 export PKG_CONFIG_PATH=$LIBDIR/pkgconfig
 [ "$(pkg-config --variable=prefix lamina)" = "$P" ] && ok || bad "pkg-config prefix: $(pkg-config --variable=prefix lamina)"
