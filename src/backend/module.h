@@ -60,8 +60,8 @@ static inline uint64_t lm_module_abi(void)
 
 /* The two exported entry points of a module whose init is `init`. */
 #define LM_MODULE_ENTRY(init)                                                                                          \
-    __attribute__((visibility("default"))) uint64_t lamina_module_abi(void) { return lm_module_abi(); }              \
-    __attribute__((visibility("default"))) lm_status lamina_module_init(struct lm_module_info *out)                  \
+    __attribute__((visibility("default"))) uint64_t lamina_module_abi(void) { return lm_module_abi(); }                \
+    __attribute__((visibility("default"))) lm_status lamina_module_init(struct lm_module_info *out)                    \
     {                                                                                                                  \
         return init(out);                                                                                              \
     }

@@ -21,7 +21,8 @@ int main(void)
     }
     void (*backend_init)(bool) = (void (*)(bool))dlsym(h, "llama_backend_init");
     int (*reg_count)(void) = (int (*)(void))dlsym(h, "lm_backend_reg_count");
-    const struct lm_backend_reg *(*reg_get)(int) = (const struct lm_backend_reg *(*)(int))dlsym(h, "lm_backend_reg_get");
+    const struct lm_backend_reg *(*reg_get)(int) =
+        (const struct lm_backend_reg *(*)(int))dlsym(h, "lm_backend_reg_get");
     int fails = 0;
     fails += !backend_init || !reg_count || !reg_get;
     fails += dlsym(RTLD_DEFAULT, "lm_backend_reg_count") != NULL; /* really local */

@@ -82,8 +82,8 @@ static void init_and_decode(void)
 {
     llama_log_set(capture, NULL);
     llama_backend_init(false);
-    struct llama_model *m = llama_load_model_from_file(lm_test_shared("models/stories260K.gguf"),
-                                                       llama_model_default_params());
+    struct llama_model *m =
+        llama_load_model_from_file(lm_test_shared("models/stories260K.gguf"), llama_model_default_params());
     CHECK(m != NULL);
     if (!m)
         return;
