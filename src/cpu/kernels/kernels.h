@@ -286,6 +286,23 @@ static inline void lm_cpu_set_to(struct lm_cpu_kernels *k, enum lm_type t, lm_to
     k->to_float_isa[t] = k->isa;
 }
 
+/* Applies the overrides of one ISA level to k (a copy of the level below,
+ * k->isa already set to this level): each ISA's init passes const tables of
+ * this type, filled with designated initializers, where a NULL slot keeps the
+ * lower level's kernel. Per type t of `over`:
+ *   - vec_dot: lm_cpu_set_dot (drops the lower level's rows/cols/tile/kt
+ *     kernels), then vec_dot_rows, _cols, _tile, _kt, _kt_pack and
+ *     vec_mad_rows where set (vec_dot_type is never changed);
+ *   - from_float / to_float: lm_cpu_set_from / lm_cpu_set_to;
+ *   - gemm_x8: the whole GEMM entry: gemm_x8, gemm_vt, gemm_from_float,
+ *     gemm_sums and gemv_x8 (a NULL gemv_x8 clears the lower level's);
+ *   - gemm_panel: the whole panel entry (gemm_panel, panel_row_size,
+ *     panel_exact, panel_from_float, panel_scratch, panel_min_n);
+ * and exp_sum, scale_max, gelu, silu where set (exp_sum_isa and gelu_isa
+ * record the level). The other fields of `over` are ignored. Not
+ * thread-safe on k (kernels.c builds the tables once). */
+void lm_cpu_kernels_apply(struct lm_cpu_kernels *k, const struct lm_cpu_kernels *over);
+
 /* The table of the active ISA level (never NULL). Thread-safe. */
 const struct lm_cpu_kernels *lm_cpu_kernels(void);
 /* The table of level `isa`, or NULL when this build or this CPU lacks it.

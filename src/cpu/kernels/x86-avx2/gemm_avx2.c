@@ -249,21 +249,3 @@ LM_GEMV_DEFINE(lm_gemv_q4_0x8_q8_0_avx2, 4, k / LM_QK, Q4_GEMV_BODY, 0)
 /* Contract: kernels.h lm_gemv_fn (ysum unused). 8 groups: +7.3 % over one
  * stream (4 groups 1.4 % below 8; L2 768 +0.5 %, L1 2048 -1.4 %). */
 LM_GEMV_DEFINE(lm_gemv_q8_0x8_q8_0_avx2, 8, k / LM_QK, Q8_GEMV_BODY, 0)
-
-/* Fill the GEMM slots of an AVX2-level table. */
-void lm_cpu_gemm_init_avx2(struct lm_cpu_kernels *k)
-{
-    k->type[LM_TYPE_Q4_0].gemm_x8 = lm_gemm_q4_0x8_q8_0_avx2;
-    k->type[LM_TYPE_Q8_0].gemm_x8 = lm_gemm_q8_0x8_q8_0_avx2;
-    k->type[LM_TYPE_Q4_0].gemv_x8 = lm_gemv_q4_0x8_q8_0_avx2;
-    k->type[LM_TYPE_Q8_0].gemv_x8 = lm_gemv_q8_0x8_q8_0_avx2;
-    k->type[LM_TYPE_F16].gemm_x8 = lm_gemm_f16x8_f16_avx2;
-    k->type[LM_TYPE_BF16].gemm_x8 = lm_gemm_bf16x8_f32_avx2;
-    k->type[LM_TYPE_BF16].gemm_from_float = lm_fp32_round_bf16_row_avx2;
-    k->type[LM_TYPE_F32].gemm_x8 = lm_gemm_f32x8_f32_avx2;
-    k->type[LM_TYPE_Q2_K].gemm_x8 = lm_gemm_q2_Kx8_q8_K_avx2;
-    k->type[LM_TYPE_Q3_K].gemm_x8 = lm_gemm_q3_Kx8_q8_K_avx2;
-    k->type[LM_TYPE_Q4_K].gemm_x8 = lm_gemm_q4_Kx8_q8_K_avx2;
-    k->type[LM_TYPE_Q5_K].gemm_x8 = lm_gemm_q5_Kx8_q8_K_avx2;
-    k->type[LM_TYPE_Q6_K].gemm_x8 = lm_gemm_q6_Kx8_q8_K_avx2;
-}

@@ -362,24 +362,3 @@ LM_GEMV_DEFINE(lm_gemv_q8_0x8_q8_0_avx512, 8, k / LM_QK, LEGACY_GEMV_BODY, true)
 LEGACY_GEMM(lm_gemm_q4_0x8_q8_0_avx512, false, q4_0_col1, lm_gemm_q4_0x8_q8_0_avx2)
 /* Contract: kernels.h (reads ysum: the table sets gemm_sums for Q8_0). */
 LEGACY_GEMM(lm_gemm_q8_0x8_q8_0_avx512, true, q8_0_col1, lm_gemm_q8_0x8_q8_0_avx2)
-
-/* Fill the integer GEMM slots of an AVX-512-level table. */
-void lm_cpu_gemm_init_avx512_int8(struct lm_cpu_kernels *k)
-{
-    k->type[LM_TYPE_Q4_0].gemm_x8 = lm_gemm_q4_0x8_q8_0_avx512;
-    k->type[LM_TYPE_Q8_0].gemm_x8 = lm_gemm_q8_0x8_q8_0_avx512;
-    k->type[LM_TYPE_Q8_0].gemm_sums = true;
-    k->type[LM_TYPE_Q4_0].gemv_x8 = lm_gemv_q4_0x8_q8_0_avx512;
-    k->type[LM_TYPE_Q8_0].gemv_x8 = lm_gemv_q8_0x8_q8_0_avx512;
-    k->type[LM_TYPE_Q2_K].gemm_x8 = lm_gemm_q2_Kx8_q8_K_avx512;
-    k->type[LM_TYPE_Q3_K].gemm_x8 = lm_gemm_q3_Kx8_q8_K_avx512;
-    k->type[LM_TYPE_Q4_K].gemm_x8 = lm_gemm_q4_Kx8_q8_K_avx512;
-    k->type[LM_TYPE_Q5_K].gemm_x8 = lm_gemm_q5_Kx8_q8_K_avx512;
-    k->type[LM_TYPE_Q6_K].gemm_x8 = lm_gemm_q6_Kx8_q8_K_avx512;
-    /* (the tables of some CPUs leave gemv_x8 out: init_avx512.c one_column_choices) */
-    k->type[LM_TYPE_Q2_K].gemv_x8 = lm_gemv_q2_Kx8_q8_K_avx512;
-    k->type[LM_TYPE_Q3_K].gemv_x8 = lm_gemv_q3_Kx8_q8_K_avx512;
-    k->type[LM_TYPE_Q4_K].gemv_x8 = lm_gemv_q4_Kx8_q8_K_avx512;
-    k->type[LM_TYPE_Q5_K].gemv_x8 = lm_gemv_q5_Kx8_q8_K_avx512;
-    k->type[LM_TYPE_Q6_K].gemv_x8 = lm_gemv_q6_Kx8_q8_K_avx512;
-}

@@ -301,30 +301,3 @@ void lm_fp32_round_fp16_row_avx512(const float *x, void *vy, int64_t n)
         _mm512_mask_storeu_ps(y + i, m, _mm512_cvtph_ps(h));
     }
 }
-
-/* Fill the float GEMM slots of an AVX-512-level table. BF16: the dpbf16
- * kernel on AMD CPUs with AVX512_BF16 (Zen 4: vdpbf16ps zmm issues at the
- * vfmadd231ps rate, 3.5 G/s per thread, with twice the MACs; bench_gemm 2048
- * 128 64: 86-90 vs 56-58 GMAC/s), else the shift/FMA kernel: on Sapphire
- * Rapids vdpbf16ps zmm issues at a quarter of the FMA rate (measured 1.77 vs
- * 7.0 G/s per thread), so the dpbf16 kernel is ~45 % slower there (file
- * comment). */
-void lm_cpu_gemm_init_avx512_float(struct lm_cpu_kernels *k)
-{
-    k->type[LM_TYPE_F16].gemm_x8 = lm_gemm_f16x8_f32_avx512;
-    k->type[LM_TYPE_F16].gemv_x8 = lm_gemv_f16x8_f32_avx512;
-    k->type[LM_TYPE_F16].gemm_vt = LM_TYPE_F32;
-    k->type[LM_TYPE_F16].gemm_from_float = lm_fp32_round_fp16_row_avx512;
-    const struct lm_cpu_features *f = lm_cpu_features();
-    if (f->avx512bf16 && f->amd) {
-        k->type[LM_TYPE_BF16].gemm_x8 = lm_gemm_bf16x8_f32_avx512bf16;
-        k->type[LM_TYPE_BF16].gemv_x8 = lm_gemv_bf16x8_f32_avx512bf16;
-        k->type[LM_TYPE_BF16].gemm_vt = LM_TYPE_BF16; /* the pair rows' size: 2 bytes per element */
-        k->type[LM_TYPE_BF16].gemm_from_float = lm_fp32_to_bf16_pairs_row_avx512;
-    } else {
-        k->type[LM_TYPE_BF16].gemm_x8 = lm_gemm_bf16x8_f32_avx512;
-        k->type[LM_TYPE_BF16].gemv_x8 = lm_gemv_bf16x8_f32_avx512;
-    }
-    k->type[LM_TYPE_F32].gemm_x8 = lm_gemm_f32x8_f32_avx512;
-    k->type[LM_TYPE_F32].gemv_x8 = lm_gemv_f32x8_f32_avx512;
-}
