@@ -379,16 +379,21 @@ void lm_panel_from_float_f16_amx(const float *x, void *y, int64_t n);  /* any n 
  * Per product the error is below 2^-8 |w a| (each factor within 2^-9) plus
  * fp32 accumulation: more precise than the gemm_x8 path, whose Q8
  * activations carry up to 2^-8 of their block's largest value. */
-#define LM_PANEL_QUANT_DECL(name)                                                                                 \
-    void lm_gemm_panel_##name##_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc,         \
-                                 const void *x, const void *y, size_t by, int64_t n, void *scratch);            \
-    size_t lm_gemm_panel_##name##_scratch_amx(int64_t k);
-LM_PANEL_QUANT_DECL(q4_0x8)
-LM_PANEL_QUANT_DECL(q8_0x8)
-LM_PANEL_QUANT_DECL(q4_Kx8)
-LM_PANEL_QUANT_DECL(q5_Kx8)
-LM_PANEL_QUANT_DECL(q6_Kx8)
-#undef LM_PANEL_QUANT_DECL
+void lm_gemm_panel_q4_0x8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc, const void *x,
+                              const void *y, size_t by, int64_t n, void *scratch);
+size_t lm_gemm_panel_q4_0x8_scratch_amx(int64_t k);
+void lm_gemm_panel_q8_0x8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc, const void *x,
+                              const void *y, size_t by, int64_t n, void *scratch);
+size_t lm_gemm_panel_q8_0x8_scratch_amx(int64_t k);
+void lm_gemm_panel_q4_Kx8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc, const void *x,
+                              const void *y, size_t by, int64_t n, void *scratch);
+size_t lm_gemm_panel_q4_Kx8_scratch_amx(int64_t k);
+void lm_gemm_panel_q5_Kx8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc, const void *x,
+                              const void *y, size_t by, int64_t n, void *scratch);
+size_t lm_gemm_panel_q5_Kx8_scratch_amx(int64_t k);
+void lm_gemm_panel_q6_Kx8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc, const void *x,
+                              const void *y, size_t by, int64_t n, void *scratch);
+size_t lm_gemm_panel_q6_Kx8_scratch_amx(int64_t k);
 
 /* The AVX2 kernels, declared here so tests and benches can call them by name
  * (only present in builds with LM_HAVE_X86_AVX2; call only when
