@@ -64,9 +64,6 @@ void lm_gemm_f32x8_f32_avx2(int64_t k, float *s, size_t ldc, const void *x, cons
 void lm_fp32_round_bf16_row_generic(const float *x, void *y, int64_t n);
 void lm_fp32_round_bf16_row_avx2(const float *x, void *y, int64_t n);
 
-/* Fill the gemm_x8 slots of an AVX2-level table (kernels/x86-avx2/gemm_avx2.c). */
-void lm_cpu_gemm_init_avx2(struct lm_cpu_kernels *k);
-
 /* ---- AVX-512 (kernels/x86-avx512/; call only when
  * lm_cpu_kernels_for(LM_ISA_AVX512) is non-NULL) ---- */
 
@@ -104,9 +101,6 @@ void lm_gemm_q5_Kx8_q8_K_avx512(int64_t k, float *s, size_t ldc, const void *x, 
                              const int16_t *ysum, int nc);
 void lm_gemm_q6_Kx8_q8_K_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
                              const int16_t *ysum, int nc);
-
-/* Fill the integer GEMM slots of an AVX-512-level table. */
-void lm_cpu_gemm_init_avx512_int8(struct lm_cpu_kernels *k);
 
 /* Float layouts (gemm_float_avx512.c): tiles of 4 row pairs x 1..6 columns.
  * All read F32 activation rows (gemm_vt F32): for F16 weights rounded
@@ -151,8 +145,5 @@ static inline int64_t lm_bf16_pair_word(int64_t i)
  * n >= 0) to n floats, each lm_fp16_to_fp32(lm_fp32_to_fp16(x)) (RNE, NaN
  * made quiet): the same bits for every input. */
 void lm_fp32_round_fp16_row_avx512(const float *x, void *y, int64_t n);
-
-/* Fill the float GEMM slots of an AVX-512-level table. */
-void lm_cpu_gemm_init_avx512_float(struct lm_cpu_kernels *k);
 
 #endif

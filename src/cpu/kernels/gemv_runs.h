@@ -1,7 +1,7 @@
 /* gemv_runs.h - the plumbing every ISA's gemv_x8 kernels share (kernels.h
  * lm_gemv_fn): a call's groups split into runs of a compile-time group
- * count, and the macro that defines a gemv_x8 from a kernel body for R
- * groups. Plain C (no intrinsics), included by the ISA folders' files.
+ * count, and the call that runs a file's step function over them. Plain C
+ * (no intrinsics), included by the ISA folders' files.
  */
 #ifndef LM_CPU_GEMV_RUNS_H
 #define LM_CPU_GEMV_RUNS_H
@@ -37,28 +37,24 @@ struct lm_gemv_args {
     float *s;
 };
 
-/* Defines NAME, a kernels.h lm_gemv_fn, streaming runs of MOST (8 or 4)
- * groups: BODY(ARG, R) is the kernel body for R (a constant) groups, reading
- * `c` (the arguments), `x` (the run's first group) and writing `s` (its
- * first result); N is c->n in terms of k. */
-#define LM_GEMV_DEFINE(NAME, MOST, N, BODY, ARG)                                                                  \
-    static void NAME##_step(const void *ctx, int64_t g, int r)                                                    \
-    {                                                                                                             \
-        const struct lm_gemv_args *c = ctx;                                                                       \
-        const char *x = c->x + (size_t)g * c->group_bytes;                                                        \
-        float *s = c->s + 8 * g;                                                                                  \
-        switch (r) {                                                                                              \
-        case 8: BODY(ARG, (MOST) >= 8 ? 8 : 1); break;                                                            \
-        case 4: BODY(ARG, (MOST) >= 4 ? 4 : 1); break;                                                            \
-        case 2: BODY(ARG, 2); break;                                                                              \
-        default: BODY(ARG, 1); break;                                                                             \
-        }                                                                                                         \
-    }                                                                                                             \
-    void NAME(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,            \
-              const int16_t *ysum)                                                                                \
-    {                                                                                                             \
-        const struct lm_gemv_args c = {(N), group_bytes, x, y, ysum, s};                                          \
-        lm_gemv_runs(n_groups, MOST, NAME##_step, &c);                                                            \
-    }
+/* The first group and the first result of the run starting at group g. */
+static inline const char *lm_gemv_group(const struct lm_gemv_args *c, int64_t g)
+{
+    return c->x + (size_t)g * c->group_bytes;
+}
+static inline float *lm_gemv_out(const struct lm_gemv_args *c, int64_t g) { return c->s + 8 * g; }
+
+/* The body of a kernels.h lm_gemv_fn streaming runs of `most` (8 or 4)
+ * groups: step(ctx, g, r) is the file's step for runs of r groups (a switch
+ * over r calling the kernel body with a constant group count, reading its
+ * arguments from ctx, a struct lm_gemv_args); n is the length along k in the
+ * unit the body counts. */
+static inline __attribute__((always_inline)) void lm_gemv_call(lm_gemv_step step, int most, int64_t n, int64_t n_groups,
+                                                               size_t group_bytes, float *s, const void *x,
+                                                               const void *y, const int16_t *ysum)
+{
+    const struct lm_gemv_args c = {n, group_bytes, x, y, ysum, s};
+    lm_gemv_runs(n_groups, most, step, &c);
+}
 
 #endif

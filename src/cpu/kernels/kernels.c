@@ -101,6 +101,67 @@ static void fill_generic(struct lm_cpu_kernels *k)
     ty[LM_TYPE_IQ2_XS].vec_dot = lm_vec_dot_iq2_xs_q8_K_generic;
 }
 
+/* The vec_dot family and the encoders of one type (lm_cpu_kernels_apply). */
+static void apply_dot(struct lm_cpu_kernels *k, enum lm_type t, const struct lm_cpu_type_kernels *o)
+{
+    struct lm_cpu_type_kernels *d = &k->type[t];
+    if (o->vec_dot)
+        lm_cpu_set_dot(k, t, o->vec_dot);
+    if (o->vec_dot_rows)
+        d->vec_dot_rows = o->vec_dot_rows;
+    if (o->vec_dot_cols)
+        d->vec_dot_cols = o->vec_dot_cols;
+    if (o->vec_dot_tile)
+        d->vec_dot_tile = o->vec_dot_tile;
+    if (o->vec_dot_kt)
+        d->vec_dot_kt = o->vec_dot_kt;
+    if (o->vec_dot_kt_pack)
+        d->vec_dot_kt_pack = o->vec_dot_kt_pack;
+    if (o->vec_mad_rows)
+        d->vec_mad_rows = o->vec_mad_rows;
+    if (o->from_float)
+        lm_cpu_set_from(k, t, o->from_float);
+    if (o->to_float)
+        lm_cpu_set_to(k, t, o->to_float);
+}
+
+/* Contract: kernels.h. */
+void lm_cpu_kernels_apply(struct lm_cpu_kernels *k, const struct lm_cpu_kernels *over)
+{
+    if (over->exp_sum) {
+        k->exp_sum = over->exp_sum;
+        k->exp_sum_isa = k->isa;
+    }
+    if (over->scale_max)
+        k->scale_max = over->scale_max;
+    if (over->gelu) {
+        k->gelu = over->gelu;
+        k->gelu_isa = k->isa;
+    }
+    if (over->silu)
+        k->silu = over->silu;
+    for (int t = 0; t < LM_TYPE_COUNT; t++) {
+        const struct lm_cpu_type_kernels *o = &over->type[t];
+        struct lm_cpu_type_kernels *d = &k->type[t];
+        apply_dot(k, (enum lm_type)t, o);
+        if (o->gemm_x8) {
+            d->gemm_x8 = o->gemm_x8;
+            d->gemm_vt = o->gemm_vt;
+            d->gemm_from_float = o->gemm_from_float;
+            d->gemm_sums = o->gemm_sums;
+            d->gemv_x8 = o->gemv_x8;
+        }
+        if (o->gemm_panel) {
+            d->gemm_panel = o->gemm_panel;
+            d->panel_row_size = o->panel_row_size;
+            d->panel_exact = o->panel_exact;
+            d->panel_from_float = o->panel_from_float;
+            d->panel_scratch = o->panel_scratch;
+            d->panel_min_n = o->panel_min_n;
+        }
+    }
+}
+
 static void build_tables(void)
 {
     const struct lm_cpu_features *f = lm_cpu_features();
@@ -112,7 +173,6 @@ static void build_tables(void)
         g_tables[LM_ISA_AVX2] = g_tables[LM_ISA_GENERIC];
         g_tables[LM_ISA_AVX2].isa = LM_ISA_AVX2;
         lm_cpu_kernels_init_avx2(&g_tables[LM_ISA_AVX2]);
-        lm_cpu_gemm_init_avx2(&g_tables[LM_ISA_AVX2]);
         g_available[LM_ISA_AVX2] = true;
         best = LM_ISA_AVX2;
     }

@@ -286,6 +286,23 @@ static inline void lm_cpu_set_to(struct lm_cpu_kernels *k, enum lm_type t, lm_to
     k->to_float_isa[t] = k->isa;
 }
 
+/* Applies the overrides of one ISA level to k (a copy of the level below,
+ * k->isa already set to this level): each ISA's init passes const tables of
+ * this type, filled with designated initializers, where a NULL slot keeps the
+ * lower level's kernel. Per type t of `over`:
+ *   - vec_dot: lm_cpu_set_dot (drops the lower level's rows/cols/tile/kt
+ *     kernels), then vec_dot_rows, _cols, _tile, _kt, _kt_pack and
+ *     vec_mad_rows where set (vec_dot_type is never changed);
+ *   - from_float / to_float: lm_cpu_set_from / lm_cpu_set_to;
+ *   - gemm_x8: the whole GEMM entry: gemm_x8, gemm_vt, gemm_from_float,
+ *     gemm_sums and gemv_x8 (a NULL gemv_x8 clears the lower level's);
+ *   - gemm_panel: the whole panel entry (gemm_panel, panel_row_size,
+ *     panel_exact, panel_from_float, panel_scratch, panel_min_n);
+ * and exp_sum, scale_max, gelu, silu where set (exp_sum_isa and gelu_isa
+ * record the level). The other fields of `over` are ignored. Not
+ * thread-safe on k (kernels.c builds the tables once). */
+void lm_cpu_kernels_apply(struct lm_cpu_kernels *k, const struct lm_cpu_kernels *over);
+
 /* The table of the active ISA level (never NULL). Thread-safe. */
 const struct lm_cpu_kernels *lm_cpu_kernels(void);
 /* The table of level `isa`, or NULL when this build or this CPU lacks it.
@@ -362,16 +379,21 @@ void lm_panel_from_float_f16_amx(const float *x, void *y, int64_t n);  /* any n 
  * Per product the error is below 2^-8 |w a| (each factor within 2^-9) plus
  * fp32 accumulation: more precise than the gemm_x8 path, whose Q8
  * activations carry up to 2^-8 of their block's largest value. */
-#define LM_PANEL_QUANT_DECL(name)                                                                                 \
-    void lm_gemm_panel_##name##_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc,         \
-                                 const void *x, const void *y, size_t by, int64_t n, void *scratch);            \
-    size_t lm_gemm_panel_##name##_scratch_amx(int64_t k);
-LM_PANEL_QUANT_DECL(q4_0x8)
-LM_PANEL_QUANT_DECL(q8_0x8)
-LM_PANEL_QUANT_DECL(q4_Kx8)
-LM_PANEL_QUANT_DECL(q5_Kx8)
-LM_PANEL_QUANT_DECL(q6_Kx8)
-#undef LM_PANEL_QUANT_DECL
+void lm_gemm_panel_q4_0x8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc, const void *x,
+                              const void *y, size_t by, int64_t n, void *scratch);
+size_t lm_gemm_panel_q4_0x8_scratch_amx(int64_t k);
+void lm_gemm_panel_q8_0x8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc, const void *x,
+                              const void *y, size_t by, int64_t n, void *scratch);
+size_t lm_gemm_panel_q8_0x8_scratch_amx(int64_t k);
+void lm_gemm_panel_q4_Kx8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc, const void *x,
+                              const void *y, size_t by, int64_t n, void *scratch);
+size_t lm_gemm_panel_q4_Kx8_scratch_amx(int64_t k);
+void lm_gemm_panel_q5_Kx8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc, const void *x,
+                              const void *y, size_t by, int64_t n, void *scratch);
+size_t lm_gemm_panel_q5_Kx8_scratch_amx(int64_t k);
+void lm_gemm_panel_q6_Kx8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc, const void *x,
+                              const void *y, size_t by, int64_t n, void *scratch);
+size_t lm_gemm_panel_q6_Kx8_scratch_amx(int64_t k);
 
 /* The AVX2 kernels, declared here so tests and benches can call them by name
  * (only present in builds with LM_HAVE_X86_AVX2; call only when

@@ -49,34 +49,57 @@ static void k4_sums(const uint8_t *sc, const uint8_t *mn, const uint8_t *qs, con
     *msum = ms;
 }
 
-/* One group of either layout: the float update of dot_k4 (kquant_generic.c). */
-#define K4_GEMM(NAME, BLOCK, QH)                                                                                  \
-    void NAME(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by, const int16_t *ysum,    \
-              int nc)                                                                                             \
-    {                                                                                                             \
-        (void)ysum;                                                                                               \
-        const int64_t nb = k / LM_QK_K;                                                                           \
-        const struct BLOCK *w = x;                                                                                \
-        for (int c = 0; c < nc; c++) {                                                                            \
-            const struct lm_block_q8_K *a = act_row(y, by, c);                                                    \
-            for (int r = 0; r < R; r++) {                                                                         \
-                float sumf = 0.0f;                                                                                \
-                for (int64_t b = 0; b < nb; b++) {                                                                \
-                    int32_t isum, msum;                                                                           \
-                    k4_sums(w[b].sc, w[b].mn, w[b].qs, QH, &a[b], r, &isum, &msum);                               \
-                    const float dd = a[b].d * lm_fp16_to_fp32(w[b].d[r]);                                         \
-                    const float dm = a[b].d * lm_fp16_to_fp32(w[b].dmin[r]);                                      \
-                    sumf += dd * (float)isum - dm * (float)msum;                                                  \
-                }                                                                                                 \
-                s[(size_t)c * ldc + (size_t)r] = sumf;                                                            \
-            }                                                                                                     \
-        }                                                                                                         \
+/* The fields of super-block b of a q4_Kx8 (q5 false; qh NULL) or q5_Kx8 group. */
+struct k4_view {
+    const lm_fp16 *d, *dmin;
+    const uint8_t *sc, *mn, *qs, *qh;
+};
+static inline struct k4_view k4_view(const bool q5, const void *x, int64_t b)
+{
+    if (q5) {
+        const struct lm_block_q5_Kx8 *w = (const struct lm_block_q5_Kx8 *)x + b;
+        return (struct k4_view){w->d, w->dmin, w->sc, w->mn, w->qs, w->qh};
     }
+    const struct lm_block_q4_Kx8 *w = (const struct lm_block_q4_Kx8 *)x + b;
+    return (struct k4_view){w->d, w->dmin, w->sc, w->mn, w->qs, NULL};
+}
+
+/* One group of either layout: the float update of dot_k4 (kquant_generic.c). */
+static inline __attribute__((always_inline)) void k4_gemm(const bool q5, int64_t k, float *s, size_t ldc, const void *x,
+                                                          const void *y, size_t by, int nc)
+{
+    const int64_t nb = k / LM_QK_K;
+    for (int c = 0; c < nc; c++) {
+        const struct lm_block_q8_K *a = act_row(y, by, c);
+        for (int r = 0; r < R; r++) {
+            float sumf = 0.0f;
+            for (int64_t b = 0; b < nb; b++) {
+                const struct k4_view w = k4_view(q5, x, b);
+                int32_t isum, msum;
+                k4_sums(w.sc, w.mn, w.qs, w.qh, &a[b], r, &isum, &msum);
+                const float dd = a[b].d * lm_fp16_to_fp32(w.d[r]);
+                const float dm = a[b].d * lm_fp16_to_fp32(w.dmin[r]);
+                sumf += dd * (float)isum - dm * (float)msum;
+            }
+            s[(size_t)c * ldc + (size_t)r] = sumf;
+        }
+    }
+}
 
 /* Contract: kernels.h. */
-K4_GEMM(lm_gemm_q4_Kx8_q8_K_generic, lm_block_q4_Kx8, NULL)
+void lm_gemm_q4_Kx8_q8_K_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                                 const int16_t *ysum, int nc)
+{
+    (void)ysum;
+    k4_gemm(false, k, s, ldc, x, y, by, nc);
+}
 /* Contract: kernels.h. */
-K4_GEMM(lm_gemm_q5_Kx8_q8_K_generic, lm_block_q5_Kx8, w[b].qh)
+void lm_gemm_q5_Kx8_q8_K_generic(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                                 const int16_t *ysum, int nc)
+{
+    (void)ysum;
+    k4_gemm(true, k, s, ldc, x, y, by, nc);
+}
 
 /* The unsigned 6-bit code of element e of row r in a q6_Kx8 group. */
 static int q6_code(const struct lm_block_q6_Kx8 *w, int r, int e)

@@ -271,33 +271,47 @@ static void convert_quant(const struct wfmt *w, const char *x, size_t group_byte
 /* ---- token blocks: nt (1, 2) blocks of the configured rows x np (1, 2)
  * panels; a = the first token's activation row, s its output row ---- */
 
-/* OP(tile, address) on the C tiles in use: tile 2t + q at s + 16 t ldc + 16 q
- * (tile numbers must be constants for the intrinsics, hence a macro). */
-#define C_TILES(OP)                                                                                                 \
-    do {                                                                                                           \
-        OP(0, s);                                                                                                  \
-        if (np > 1)                                                                                                \
-            OP(1, s + 16);                                                                                         \
-        if (nt > 1) {                                                                                              \
-            OP(2, s + 16 * ldc);                                                                                   \
-            if (np > 1)                                                                                            \
-                OP(3, s + 16 * ldc + 16);                                                                          \
-        }                                                                                                          \
-    } while (0)
-#define C_ZERO(t, p) _tile_zero(t)
-#define C_LOAD(t, p) _tile_loadd(t, p, ldc * sizeof(float))
-#define C_STORE(t, p) _tile_stored(t, p, ldc * sizeof(float))
+/* The C tiles in use: tile 2t + q at s + 16 t ldc + 16 q (t < nt, q < np).
+ * Tile numbers must be literal tokens for the intrinsics, so each operation
+ * names the four tiles itself. */
 
 /* C tiles zeroed (first k-range) or loaded from s (later ranges: acc). */
 static inline __attribute__((always_inline)) void init_c(int nt, int np, bool acc, const float *s, size_t ldc)
 {
-    if (acc)
-        C_TILES(C_LOAD);
-    else
-        C_TILES(C_ZERO);
+    const size_t st = ldc * sizeof(float);
+    if (acc) {
+        _tile_loadd(0, s, st);
+        if (np > 1)
+            _tile_loadd(1, s + 16, st);
+        if (nt > 1) {
+            _tile_loadd(2, s + 16 * ldc, st);
+            if (np > 1)
+                _tile_loadd(3, s + 16 * ldc + 16, st);
+        }
+    } else {
+        _tile_zero(0);
+        if (np > 1)
+            _tile_zero(1);
+        if (nt > 1) {
+            _tile_zero(2);
+            if (np > 1)
+                _tile_zero(3);
+        }
+    }
 }
 
-static inline __attribute__((always_inline)) void store_c(int nt, int np, float *s, size_t ldc) { C_TILES(C_STORE); }
+static inline __attribute__((always_inline)) void store_c(int nt, int np, float *s, size_t ldc)
+{
+    const size_t st = ldc * sizeof(float);
+    _tile_stored(0, s, st);
+    if (np > 1)
+        _tile_stored(1, s + 16, st);
+    if (nt > 1) {
+        _tile_stored(2, s + 16 * ldc, st);
+        if (np > 1)
+            _tile_stored(3, s + 16 * ldc + 16, st);
+    }
+}
 
 static inline __attribute__((always_inline)) void block_bf16(int nt, int np, const char *a, size_t by, size_t lo,
                                                              const char *b, int64_t nkb, bool acc, float *s,
@@ -376,44 +390,57 @@ static inline __attribute__((always_inline)) void block_f16(int nt, int np, cons
     store_c(nt, np, s, ldc);
 }
 
+/* One token block of either weight format (f16: hi and lo halves). */
+static inline __attribute__((always_inline)) void block(const bool f16, int nt, int np, const char *a, size_t by,
+                                                        size_t lo, const char *b, int64_t nkb, bool acc, float *s,
+                                                        size_t ldc)
+{
+    if (f16)
+        block_f16(nt, np, a, by, lo, b, nkb, acc, s, ldc);
+    else
+        block_bf16(nt, np, a, by, lo, b, nkb, acc, s, ldc);
+}
+
 /* nu units of ng groups each (B tiles ub bytes apart, outputs 32 columns
  * apart) against all n tokens: per block of 32 tokens (then 16, then the
  * rest) every unit in turn, so the block's activations (<= 32 rows) stay in
  * L2 while the units' B tiles (the scratch, sized to stay in L2) are swept. */
-#define SWEEP(BLOCK)                                                                                               \
-    do {                                                                                                           \
-        const int np = ng > 2 ? 2 : 1, cols0 = ng >= 2 ? 16 : 8, cols1 = ng == 4 ? 16 : ng == 3 ? 8 : 0;          \
-        int64_t t = 0;                                                                                             \
-        load_cfg(16, cols0, cols1);                                                                                \
-        for (; t + 32 <= n; t += 32)                                                                               \
-            for (int u = 0; u < nu; u++) {                                                                         \
-                const char *bu = b + (size_t)u * ub;                                                               \
-                float *su = s + (size_t)t * ldc + (size_t)u * 32;                                                  \
-                if (np > 1)                                                                                        \
-                    BLOCK(2, 2, y + (size_t)t * by, by, lo, bu, nkb, acc, su, ldc);                       \
-                else                                                                                               \
-                    BLOCK(2, 1, y + (size_t)t * by, by, lo, bu, nkb, acc, su, ldc);                       \
-            }                                                                                                      \
-        for (int64_t t1; t < n; t = t1) {                                                                          \
-            t1 = n - t >= 16 ? t + 16 : n;                                                                         \
-            if (t1 - t < 16)                                                                                       \
-                load_cfg((int)(t1 - t), cols0, cols1);                                                             \
-            for (int u = 0; u < nu; u++)                                                                           \
-                BLOCK(1, np, y + (size_t)t * by, by, lo, b + (size_t)u * ub, nkb, acc,                    \
-                      s + (size_t)t * ldc + (size_t)u * 32, ldc);                                                  \
-        }                                                                                                          \
-    } while (0)
+static inline __attribute__((always_inline)) void sweep(const bool f16, int nu, int ng, const char *b, size_t ub,
+                                                        int64_t nkb, const char *y, size_t by, size_t lo, int64_t n,
+                                                        bool acc, float *s, size_t ldc)
+{
+    const int np = ng > 2 ? 2 : 1, cols0 = ng >= 2 ? 16 : 8, cols1 = ng == 4 ? 16 : ng == 3 ? 8 : 0;
+    int64_t t = 0;
+    load_cfg(16, cols0, cols1);
+    for (; t + 32 <= n; t += 32)
+        for (int u = 0; u < nu; u++) {
+            const char *bu = b + (size_t)u * ub;
+            float *su = s + (size_t)t * ldc + (size_t)u * 32;
+            if (np > 1)
+                block(f16, 2, 2, y + (size_t)t * by, by, lo, bu, nkb, acc, su, ldc);
+            else
+                block(f16, 2, 1, y + (size_t)t * by, by, lo, bu, nkb, acc, su, ldc);
+        }
+    for (int64_t t1; t < n; t = t1) {
+        t1 = n - t >= 16 ? t + 16 : n;
+        if (t1 - t < 16)
+            load_cfg((int)(t1 - t), cols0, cols1);
+        for (int u = 0; u < nu; u++)
+            block(f16, 1, np, y + (size_t)t * by, by, lo, b + (size_t)u * ub, nkb, acc,
+                  s + (size_t)t * ldc + (size_t)u * 32, ldc);
+    }
+}
 
 static void sweep_bf16(int nu, int ng, const char *b, size_t ub, int64_t nkb, const char *y, size_t by, size_t lo,
                        int64_t n, bool acc, float *s, size_t ldc)
 {
-    SWEEP(block_bf16);
+    sweep(false, nu, ng, b, ub, nkb, y, by, lo, n, acc, s, ldc);
 }
 
 static void sweep_f16(int nu, int ng, const char *b, size_t ub, int64_t nkb, const char *y, size_t by, size_t lo,
                       int64_t n, bool acc, float *s, size_t ldc)
 {
-    SWEEP(block_f16);
+    sweep(true, nu, ng, b, ub, nkb, y, by, lo, n, acc, s, ldc);
 }
 
 /* K is taken in ranges of at most KRANGE elements (a multiple of every
@@ -500,24 +527,49 @@ size_t lm_gemm_panel_f16x8_scratch_amx(int64_t k) { return (size_t)units(k, 2) *
  * the one-half tiles and sweep of BF16, the groups decoded and rounded by
  * convert_quant; scratch = the tiles, 8 decoded F32 rows and the 8 plain rows
  * of one group's k-range. */
-#define PANEL_QUANT(name, TYPE, unpack_fn, decode_fn)                                                              \
-    void lm_gemm_panel_##name##_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc,         \
-                                 const void *x, const void *y, size_t by, int64_t n, void *scratch)             \
-    {                                                                                                          \
-        static const struct wfmt w = {1, convert_quant, sweep_bf16, unpack_fn, decode_fn};                      \
-        panel(&w, k, n_groups, group_bytes, s, ldc, x, y, by, sizeof(lm_bf16), n, scratch);                    \
-    }                                                                                                          \
-    size_t lm_gemm_panel_##name##_scratch_amx(int64_t k)                                                          \
-    {                                                                                                          \
-        return lm_gemm_panel_bf16x8_scratch_amx(k) + (size_t)krange(k) * LM_REPACK_ROWS * sizeof(float) +         \
-               lm_row_size(TYPE, krange(k)) * LM_REPACK_ROWS;                                                  \
-    }
+static const struct wfmt q4_0x8_fmt = {1, convert_quant, sweep_bf16, lm_unpack_q4_0x8, lm_dequantize_row_q4_0_avx512};
+static const struct wfmt q8_0x8_fmt = {1, convert_quant, sweep_bf16, lm_unpack_q8_0x8, lm_dequantize_row_q8_0_avx512};
+static const struct wfmt q4_Kx8_fmt = {1, convert_quant, sweep_bf16, lm_unpack_q4_Kx8, lm_dequantize_row_q4_K_avx512};
+static const struct wfmt q5_Kx8_fmt = {1, convert_quant, sweep_bf16, lm_unpack_q5_Kx8, lm_dequantize_row_q5_K_avx512};
+static const struct wfmt q6_Kx8_fmt = {1, convert_quant, sweep_bf16, lm_unpack_q6_Kx8, lm_dequantize_row_q6_K_avx512};
 
-PANEL_QUANT(q4_0x8, LM_TYPE_Q4_0, lm_unpack_q4_0x8, lm_dequantize_row_q4_0_avx512)
-PANEL_QUANT(q8_0x8, LM_TYPE_Q8_0, lm_unpack_q8_0x8, lm_dequantize_row_q8_0_avx512)
-PANEL_QUANT(q4_Kx8, LM_TYPE_Q4_K, lm_unpack_q4_Kx8, lm_dequantize_row_q4_K_avx512)
-PANEL_QUANT(q5_Kx8, LM_TYPE_Q5_K, lm_unpack_q5_Kx8, lm_dequantize_row_q5_K_avx512)
-PANEL_QUANT(q6_Kx8, LM_TYPE_Q6_K, lm_unpack_q6_Kx8, lm_dequantize_row_q6_K_avx512)
+static size_t quant_scratch(enum lm_type type, int64_t k)
+{
+    return lm_gemm_panel_bf16x8_scratch_amx(k) + (size_t)krange(k) * LM_REPACK_ROWS * sizeof(float) +
+           lm_row_size(type, krange(k)) * LM_REPACK_ROWS;
+}
+
+/* Contracts: kernels.h lm_gemm_panel_fn and lm_gemm_panel_scratch_fn. */
+void lm_gemm_panel_q4_0x8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc, const void *x,
+                              const void *y, size_t by, int64_t n, void *scratch)
+{
+    panel(&q4_0x8_fmt, k, n_groups, group_bytes, s, ldc, x, y, by, sizeof(lm_bf16), n, scratch);
+}
+size_t lm_gemm_panel_q4_0x8_scratch_amx(int64_t k) { return quant_scratch(LM_TYPE_Q4_0, k); }
+void lm_gemm_panel_q8_0x8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc, const void *x,
+                              const void *y, size_t by, int64_t n, void *scratch)
+{
+    panel(&q8_0x8_fmt, k, n_groups, group_bytes, s, ldc, x, y, by, sizeof(lm_bf16), n, scratch);
+}
+size_t lm_gemm_panel_q8_0x8_scratch_amx(int64_t k) { return quant_scratch(LM_TYPE_Q8_0, k); }
+void lm_gemm_panel_q4_Kx8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc, const void *x,
+                              const void *y, size_t by, int64_t n, void *scratch)
+{
+    panel(&q4_Kx8_fmt, k, n_groups, group_bytes, s, ldc, x, y, by, sizeof(lm_bf16), n, scratch);
+}
+size_t lm_gemm_panel_q4_Kx8_scratch_amx(int64_t k) { return quant_scratch(LM_TYPE_Q4_K, k); }
+void lm_gemm_panel_q5_Kx8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc, const void *x,
+                              const void *y, size_t by, int64_t n, void *scratch)
+{
+    panel(&q5_Kx8_fmt, k, n_groups, group_bytes, s, ldc, x, y, by, sizeof(lm_bf16), n, scratch);
+}
+size_t lm_gemm_panel_q5_Kx8_scratch_amx(int64_t k) { return quant_scratch(LM_TYPE_Q5_K, k); }
+void lm_gemm_panel_q6_Kx8_amx(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc, const void *x,
+                              const void *y, size_t by, int64_t n, void *scratch)
+{
+    panel(&q6_Kx8_fmt, k, n_groups, group_bytes, s, ldc, x, y, by, sizeof(lm_bf16), n, scratch);
+}
+size_t lm_gemm_panel_q6_Kx8_scratch_amx(int64_t k) { return quant_scratch(LM_TYPE_Q6_K, k); }
 
 /* ---- activation encoders ---- */
 

@@ -1,9 +1,10 @@
-/* init_amx.c - fills the AMX slots of a kernel table (called by kernels.c only
+/* init_amx.c - the AMX slots of a kernel table (applied by kernels.c only
  * when the AVX-512 level is available, cpuid reports AMX-TILE, AMX-BF16 and
  * AVX512_BF16, XCR0 has the tile state and Linux granted it to the process).
- * The table starts as a copy of the AVX-512 table; this level only adds the
- * panel GEMM of F16, BF16 and quantized weights (prompt processing); token
- * generation and small batches keep the AVX-512 gemm_x8 kernels.
+ * One const override table over a copy of the AVX-512 table
+ * (lm_cpu_kernels_apply, kernels.h); this level only adds the panel GEMM of
+ * F16, BF16 and quantized weights (prompt processing); token generation and
+ * small batches keep the AVX-512 gemm_x8 kernels.
  */
 #include "cpu/kernels/gemm.h"
 #include "cpu/kernels/kernels.h"
@@ -32,32 +33,47 @@
 static size_t row_bf16(int64_t k) { return lm_row_size(LM_TYPE_BF16, k); }
 static size_t row_f32(int64_t k) { return lm_row_size(LM_TYPE_F32, k); }
 
-static void set_panel(struct lm_cpu_type_kernels *t, lm_gemm_panel_fn fn, lm_panel_row_size_fn row,
-                      lm_from_float_fn enc, lm_gemm_panel_scratch_fn scratch, int64_t min_n)
-{
-    t->gemm_panel = fn;
-    t->panel_row_size = row;
-    t->panel_exact = false;
-    t->panel_from_float = enc;
-    t->panel_scratch = scratch;
-    t->panel_min_n = min_n;
-}
+/* The quantized types' panel_from_float is the level's BF16 encoder, set at
+ * init (left NULL here). */
+static const struct lm_cpu_kernels amx_over = {
+    .type = {
+        [LM_TYPE_BF16] = {.gemm_panel = lm_gemm_panel_bf16x8_amx,
+                          .panel_row_size = row_bf16,
+                          .panel_from_float = lm_fp32_to_bf16_pairs_row_avx512,
+                          .panel_scratch = lm_gemm_panel_bf16x8_scratch_amx,
+                          .panel_min_n = PANEL_MIN_N_BF16},
+        [LM_TYPE_F16] = {.gemm_panel = lm_gemm_panel_f16x8_amx,
+                         .panel_row_size = row_f32,
+                         .panel_from_float = lm_panel_from_float_f16_amx,
+                         .panel_scratch = lm_gemm_panel_f16x8_scratch_amx,
+                         .panel_min_n = PANEL_MIN_N_F16},
+        [LM_TYPE_Q4_0] = {.gemm_panel = lm_gemm_panel_q4_0x8_amx,
+                          .panel_row_size = row_bf16,
+                          .panel_scratch = lm_gemm_panel_q4_0x8_scratch_amx,
+                          .panel_min_n = PANEL_MIN_N_Q4_0},
+        [LM_TYPE_Q8_0] = {.gemm_panel = lm_gemm_panel_q8_0x8_amx,
+                          .panel_row_size = row_bf16,
+                          .panel_scratch = lm_gemm_panel_q8_0x8_scratch_amx,
+                          .panel_min_n = PANEL_MIN_N_Q8_0},
+        [LM_TYPE_Q4_K] = {.gemm_panel = lm_gemm_panel_q4_Kx8_amx,
+                          .panel_row_size = row_bf16,
+                          .panel_scratch = lm_gemm_panel_q4_Kx8_scratch_amx,
+                          .panel_min_n = PANEL_MIN_N_Q4_K},
+        [LM_TYPE_Q5_K] = {.gemm_panel = lm_gemm_panel_q5_Kx8_amx,
+                          .panel_row_size = row_bf16,
+                          .panel_scratch = lm_gemm_panel_q5_Kx8_scratch_amx,
+                          .panel_min_n = PANEL_MIN_N_Q5_K},
+        [LM_TYPE_Q6_K] = {.gemm_panel = lm_gemm_panel_q6_Kx8_amx,
+                          .panel_row_size = row_bf16,
+                          .panel_scratch = lm_gemm_panel_q6_Kx8_scratch_amx,
+                          .panel_min_n = PANEL_MIN_N_Q6_K},
+    }};
 
-/* Overrides the AMX slots of k (a copy of the AVX-512 table). */
+/* Overrides the AMX slots of k (a copy of the AVX-512 table, k->isa set). */
 void lm_cpu_kernels_init_amx(struct lm_cpu_kernels *k)
 {
-    struct lm_cpu_type_kernels *t = k->type;
-    set_panel(&t[LM_TYPE_BF16], lm_gemm_panel_bf16x8_amx, row_bf16, lm_fp32_to_bf16_pairs_row_avx512,
-              lm_gemm_panel_bf16x8_scratch_amx, PANEL_MIN_N_BF16);
-    set_panel(&t[LM_TYPE_F16], lm_gemm_panel_f16x8_amx, row_f32, lm_panel_from_float_f16_amx,
-              lm_gemm_panel_f16x8_scratch_amx, PANEL_MIN_N_F16);
-#define QUANT(T, name, min_n) \
-    set_panel(&t[T], lm_gemm_panel_##name##_amx, row_bf16, t[LM_TYPE_BF16].from_float, \
-              lm_gemm_panel_##name##_scratch_amx, min_n)
-    QUANT(LM_TYPE_Q4_0, q4_0x8, PANEL_MIN_N_Q4_0);
-    QUANT(LM_TYPE_Q8_0, q8_0x8, PANEL_MIN_N_Q8_0);
-    QUANT(LM_TYPE_Q4_K, q4_Kx8, PANEL_MIN_N_Q4_K);
-    QUANT(LM_TYPE_Q5_K, q5_Kx8, PANEL_MIN_N_Q5_K);
-    QUANT(LM_TYPE_Q6_K, q6_Kx8, PANEL_MIN_N_Q6_K);
-#undef QUANT
+    static const enum lm_type quant[] = {LM_TYPE_Q4_0, LM_TYPE_Q8_0, LM_TYPE_Q4_K, LM_TYPE_Q5_K, LM_TYPE_Q6_K};
+    lm_cpu_kernels_apply(k, &amx_over);
+    for (size_t i = 0; i < sizeof quant / sizeof quant[0]; i++)
+        k->type[quant[i]].panel_from_float = k->type[LM_TYPE_BF16].from_float;
 }

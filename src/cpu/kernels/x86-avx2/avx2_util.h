@@ -28,8 +28,10 @@
  * to the stack (Q4_K measured ~9 % slower, Q4_0 see gemm_avx2.c). */
 #define PIN(v) __asm__("" : "+x"(v))
 
-/* Prefetch (a no-op when LM_AVX2_PREFETCH is defined as 0, for benchmarking). */
-static inline void avx2_prefetch(const void *p)
+/* Prefetch (a no-op when LM_AVX2_PREFETCH is defined as 0, for benchmarking).
+ * always_inline: GCC 12 drops the prefetch of a plain inline helper called
+ * from an always_inline kernel body. */
+static inline __attribute__((always_inline)) void avx2_prefetch(const void *p)
 {
     if (LM_AVX2_PREFETCH > 0)
         _mm_prefetch((const char *)p, _MM_HINT_T0);

@@ -23,12 +23,13 @@ static inline __m256 bf16_odd(__m256i v)
 static inline __m256i load16(const lm_bf16 *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
 /* acc_e += even(x) * even(y); acc_o += odd(x) * odd(y) over 16 elements. */
-#define BF16_STEP(xp, yp, acc_e, acc_o)                                                                               \
-    do {                                                                                                               \
-        const __m256i vx_ = load16(xp), vy_ = load16(yp);                                                              \
-        acc_e = _mm256_fmadd_ps(bf16_even(vx_), bf16_even(vy_), acc_e);                                                \
-        acc_o = _mm256_fmadd_ps(bf16_odd(vx_), bf16_odd(vy_), acc_o);                                                  \
-    } while (0)
+static inline __attribute__((always_inline)) void bf16_step(const lm_bf16 *xp, const lm_bf16 *yp, __m256 *acc_e,
+                                                            __m256 *acc_o)
+{
+    const __m256i vx = load16(xp), vy = load16(yp);
+    *acc_e = _mm256_fmadd_ps(bf16_even(vx), bf16_even(vy), *acc_e);
+    *acc_o = _mm256_fmadd_ps(bf16_odd(vx), bf16_odd(vy), *acc_o);
+}
 
 /* Contract: kernels.h. */
 void lm_vec_dot_bf16_avx2(int64_t n, float *s, const void *vx, const void *vy)
@@ -39,13 +40,13 @@ void lm_vec_dot_bf16_avx2(int64_t n, float *s, const void *vx, const void *vy)
     for (; i + 64 <= n; i += 64) {
         avx2_prefetch((const char *)(x + i) + LM_AVX2_PREFETCH);
         avx2_prefetch((const char *)(x + i) + LM_AVX2_PREFETCH + 64);
-        BF16_STEP(x + i, y + i, a0, a1);
-        BF16_STEP(x + i + 16, y + i + 16, a2, a3);
-        BF16_STEP(x + i + 32, y + i + 32, a4, a5);
-        BF16_STEP(x + i + 48, y + i + 48, a6, a7);
+        bf16_step(x + i, y + i, &a0, &a1);
+        bf16_step(x + i + 16, y + i + 16, &a2, &a3);
+        bf16_step(x + i + 32, y + i + 32, &a4, &a5);
+        bf16_step(x + i + 48, y + i + 48, &a6, &a7);
     }
     for (; i + 16 <= n; i += 16)
-        BF16_STEP(x + i, y + i, a0, a1);
+        bf16_step(x + i, y + i, &a0, &a1);
     a0 = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
     a4 = _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7));
     float sum = avx2_hsum_ps(_mm256_add_ps(a0, a4));

@@ -44,53 +44,64 @@ static inline float half(lm_fp16 h) { return _cvtsh_ss(h); }
 /* NC (1..4) columns against one group, all blocks. The 16-bit sums of the
  * columns stay in registers while the block's 4 chunks are unpacked one at a
  * time (low nibbles: elements 4c.., high nibbles: elements 16+4c..). */
-#define Q4_COLS(NC)                                                                                               \
-    static void q4_cols_##NC(int64_t nb, const void *vw, const char *y, size_t by, const int16_t *ysum, float *s,  \
-                             size_t ldc)                                                                          \
-    {                                                                                                             \
-        const struct lm_block_q4_0x8 *w = vw;                                                                     \
-        const __m256i m4 = _mm256_set1_epi8(0x0F);                                                                \
-        const __m256i ones = _mm256_set1_epi16(1);                                                                \
-        __m256 acc[NC];                                                                                           \
-        for (int c = 0; c < NC; c++)                                                                              \
-            acc[c] = _mm256_setzero_ps();                                                                         \
-        for (int64_t b = 0; b < nb; b++) {                                                                        \
-            const struct lm_block_q8_0 *a[NC];                                                                    \
-            __m256i s16[NC];                                                                                      \
-            for (int c = 0; c < NC; c++) {                                                                        \
-                a[c] = (const struct lm_block_q8_0 *)(y + (size_t)c * by) + b;                                    \
-                s16[c] = _mm256_setzero_si256();                                                                  \
-            }                                                                                                     \
-            __builtin_prefetch((const char *)(w + b) + LM_GEMM_PREFETCH, 0, 3);                                  \
-            __builtin_prefetch((const char *)(w + b) + LM_GEMM_PREFETCH + 64, 0, 3);                             \
-            __builtin_prefetch((const char *)(w + b) + LM_GEMM_PREFETCH + 128, 0, 3);                            \
-            for (int ch = 0; ch < 4; ch++) {                                                                      \
-                const __m256i raw = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * ch));                     \
-                const __m256i lo = _mm256_and_si256(raw, m4);                                                     \
-                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);                               \
-                for (int c = 0; c < NC; c++) {                                                                    \
-                    s16[c] = _mm256_add_epi16(s16[c], _mm256_maddubs_epi16(lo, bcast4(a[c]->qs + 4 * ch)));      \
-                    PIN(s16[c]);                                                                                  \
-                    s16[c] = _mm256_add_epi16(s16[c], _mm256_maddubs_epi16(hi, bcast4(a[c]->qs + 16 + 4 * ch))); \
-                    PIN(s16[c]);                                                                                  \
-                }                                                                                                 \
-            }                                                                                                     \
-            const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d));                          \
-            for (int c = 0; c < NC; c++) {                                                                        \
-                __m256i s32 = _mm256_madd_epi16(s16[c], ones);                                                    \
-                s32 = _mm256_sub_epi32(s32, _mm256_set1_epi32(8 * (int32_t)ysum[(size_t)c * (size_t)nb + (size_t)b])); \
-                const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(half(a[c]->d)));                           \
-                acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32), scale, acc[c]);                                 \
-            }                                                                                                     \
-        }                                                                                                         \
-        for (int c = 0; c < NC; c++)                                                                              \
-            _mm256_storeu_ps(s + (size_t)c * ldc, acc[c]);                                                        \
+static inline __attribute__((always_inline)) void q4_body(const int NC, int64_t nb, const void *vw, const char *y,
+                                                          size_t by, const int16_t *ysum, float *s, size_t ldc)
+{
+    const struct lm_block_q4_0x8 *w = vw;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[4];
+    for (int c = 0; c < NC; c++)
+        acc[c] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const struct lm_block_q8_0 *a[4];
+        __m256i s16[4];
+        for (int c = 0; c < NC; c++) {
+            a[c] = (const struct lm_block_q8_0 *)(y + (size_t)c * by) + b;
+            s16[c] = _mm256_setzero_si256();
+        }
+        __builtin_prefetch((const char *)(w + b) + LM_GEMM_PREFETCH, 0, 3);
+        __builtin_prefetch((const char *)(w + b) + LM_GEMM_PREFETCH + 64, 0, 3);
+        __builtin_prefetch((const char *)(w + b) + LM_GEMM_PREFETCH + 128, 0, 3);
+        for (int ch = 0; ch < 4; ch++) {
+            const __m256i raw = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * ch));
+            const __m256i lo = _mm256_and_si256(raw, m4);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+            for (int c = 0; c < NC; c++) {
+                s16[c] = _mm256_add_epi16(s16[c], _mm256_maddubs_epi16(lo, bcast4(a[c]->qs + 4 * ch)));
+                PIN(s16[c]);
+                s16[c] = _mm256_add_epi16(s16[c], _mm256_maddubs_epi16(hi, bcast4(a[c]->qs + 16 + 4 * ch)));
+                PIN(s16[c]);
+            }
+        }
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d));
+        for (int c = 0; c < NC; c++) {
+            __m256i s32 = _mm256_madd_epi16(s16[c], ones);
+            s32 = _mm256_sub_epi32(s32, _mm256_set1_epi32(8 * (int32_t)ysum[(size_t)c * (size_t)nb + (size_t)b]));
+            const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(half(a[c]->d)));
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32), scale, acc[c]);
+        }
     }
+    for (int c = 0; c < NC; c++)
+        _mm256_storeu_ps(s + (size_t)c * ldc, acc[c]);
+}
 
-Q4_COLS(1)
-Q4_COLS(2)
-Q4_COLS(3)
-Q4_COLS(4)
+static void q4_cols_1(int64_t nb, const void *w, const char *y, size_t by, const int16_t *ysum, float *s, size_t ldc)
+{
+    q4_body(1, nb, w, y, by, ysum, s, ldc);
+}
+static void q4_cols_2(int64_t nb, const void *w, const char *y, size_t by, const int16_t *ysum, float *s, size_t ldc)
+{
+    q4_body(2, nb, w, y, by, ysum, s, ldc);
+}
+static void q4_cols_3(int64_t nb, const void *w, const char *y, size_t by, const int16_t *ysum, float *s, size_t ldc)
+{
+    q4_body(3, nb, w, y, by, ysum, s, ldc);
+}
+static void q4_cols_4(int64_t nb, const void *w, const char *y, size_t by, const int16_t *ysum, float *s, size_t ldc)
+{
+    q4_body(4, nb, w, y, by, ysum, s, ldc);
+}
 
 /* One column, R (1..8, constant) groups at once, group r at w + r * gb: per
  * block, each group's 8 sums in q4_cols_1's order; each group's lines
@@ -155,48 +166,59 @@ void lm_gemm_q4_0x8_q8_0_avx2(int64_t k, float *s, size_t ldc, const void *x, co
 
 /* NC (1..4) columns against one q8_0x8 group, all blocks: each chunk's
  * weights are loaded and made unsigned once for all columns (sign trick). */
-#define Q8_COLS(NC)                                                                                               \
-    static void q8_cols_##NC(int64_t nb, const void *vw, const char *y, size_t by, const int16_t *ysum, float *s,  \
-                             size_t ldc)                                                                          \
-    {                                                                                                             \
-        (void)ysum;                                                                                               \
-        const struct lm_block_q8_0x8 *w = vw;                                                                     \
-        const __m256i ones = _mm256_set1_epi16(1);                                                                \
-        __m256 acc[NC];                                                                                           \
-        for (int c = 0; c < NC; c++)                                                                              \
-            acc[c] = _mm256_setzero_ps();                                                                         \
-        for (int64_t b = 0; b < nb; b++) {                                                                        \
-            for (int l = 0; l < (int)sizeof w[b]; l += 64)                                                        \
-                __builtin_prefetch((const char *)(w + b) + LM_GEMM_PREFETCH + l, 0, 3);                          \
-            const struct lm_block_q8_0 *a[NC];                                                                    \
-            __m256i s32[NC];                                                                                      \
-            for (int c = 0; c < NC; c++) {                                                                        \
-                a[c] = (const struct lm_block_q8_0 *)(y + (size_t)c * by) + b;                                    \
-                s32[c] = _mm256_setzero_si256();                                                                  \
-            }                                                                                                     \
-            for (int j = 0; j < 8; j++) {                                                                         \
-                const __m256i wq = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * j));                       \
-                const __m256i wa = _mm256_sign_epi8(wq, wq);                                                      \
-                for (int c = 0; c < NC; c++) {                                                                    \
-                    const __m256i p = _mm256_maddubs_epi16(wa, _mm256_sign_epi8(bcast4(a[c]->qs + 4 * j), wq));   \
-                    s32[c] = _mm256_add_epi32(s32[c], _mm256_madd_epi16(p, ones));                                \
-                    PIN(s32[c]);                                                                                  \
-                }                                                                                                 \
-            }                                                                                                     \
-            const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d));                          \
-            for (int c = 0; c < NC; c++) {                                                                        \
-                const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(half(a[c]->d)));                           \
-                acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32[c]), scale, acc[c]);                              \
-            }                                                                                                     \
-        }                                                                                                         \
-        for (int c = 0; c < NC; c++)                                                                              \
-            _mm256_storeu_ps(s + (size_t)c * ldc, acc[c]);                                                        \
+static inline __attribute__((always_inline)) void q8_body(const int NC, int64_t nb, const void *vw, const char *y,
+                                                          size_t by, const int16_t *ysum, float *s, size_t ldc)
+{
+    (void)ysum;
+    const struct lm_block_q8_0x8 *w = vw;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[4];
+    for (int c = 0; c < NC; c++)
+        acc[c] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        for (int l = 0; l < (int)sizeof w[b]; l += 64)
+            __builtin_prefetch((const char *)(w + b) + LM_GEMM_PREFETCH + l, 0, 3);
+        const struct lm_block_q8_0 *a[4];
+        __m256i s32[4];
+        for (int c = 0; c < NC; c++) {
+            a[c] = (const struct lm_block_q8_0 *)(y + (size_t)c * by) + b;
+            s32[c] = _mm256_setzero_si256();
+        }
+        for (int j = 0; j < 8; j++) {
+            const __m256i wq = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * j));
+            const __m256i wa = _mm256_sign_epi8(wq, wq);
+            for (int c = 0; c < NC; c++) {
+                const __m256i p = _mm256_maddubs_epi16(wa, _mm256_sign_epi8(bcast4(a[c]->qs + 4 * j), wq));
+                s32[c] = _mm256_add_epi32(s32[c], _mm256_madd_epi16(p, ones));
+                PIN(s32[c]);
+            }
+        }
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d));
+        for (int c = 0; c < NC; c++) {
+            const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(half(a[c]->d)));
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32[c]), scale, acc[c]);
+        }
     }
+    for (int c = 0; c < NC; c++)
+        _mm256_storeu_ps(s + (size_t)c * ldc, acc[c]);
+}
 
-Q8_COLS(1)
-Q8_COLS(2)
-Q8_COLS(3)
-Q8_COLS(4)
+static void q8_cols_1(int64_t nb, const void *w, const char *y, size_t by, const int16_t *ysum, float *s, size_t ldc)
+{
+    q8_body(1, nb, w, y, by, ysum, s, ldc);
+}
+static void q8_cols_2(int64_t nb, const void *w, const char *y, size_t by, const int16_t *ysum, float *s, size_t ldc)
+{
+    q8_body(2, nb, w, y, by, ysum, s, ldc);
+}
+static void q8_cols_3(int64_t nb, const void *w, const char *y, size_t by, const int16_t *ysum, float *s, size_t ldc)
+{
+    q8_body(3, nb, w, y, by, ysum, s, ldc);
+}
+static void q8_cols_4(int64_t nb, const void *w, const char *y, size_t by, const int16_t *ysum, float *s, size_t ldc)
+{
+    q8_body(4, nb, w, y, by, ysum, s, ldc);
+}
 
 static const cols_fn q8_cols[4] = {q8_cols_1, q8_cols_2, q8_cols_3, q8_cols_4};
 
@@ -238,32 +260,46 @@ static inline __attribute__((always_inline)) void q8_rows(const int R, int64_t n
         _mm256_storeu_ps(s + 8 * r, acc[r]);
 }
 
-#define Q4_GEMV_BODY(UNUSED, R) q4_rows(R, c->n, x, c->group_bytes, c->y, c->ysum, s)
-#define Q8_GEMV_BODY(UNUSED, R) q8_rows(R, c->n, x, c->group_bytes, c->y, s)
+/* R (constant) groups of a gemv_x8 run from x: the Q8_0 or Q4_0 body. */
+static inline __attribute__((always_inline)) void rows(const bool q8, const int R, const struct lm_gemv_args *c,
+                                                       const char *x, float *s)
+{
+    if (q8)
+        q8_rows(R, c->n, x, c->group_bytes, c->y, s);
+    else
+        q4_rows(R, c->n, x, c->group_bytes, c->y, c->ysum, s);
+}
+
+/* One gemv_x8 run of r groups at group g (gemv_runs.h), runs of up to `most` groups. */
+static inline __attribute__((always_inline)) void gemv_step(const bool q8, const int most, const void *ctx, int64_t g,
+                                                            int r)
+{
+    const struct lm_gemv_args *c = ctx;
+    const char *x = lm_gemv_group(c, g);
+    float *s = lm_gemv_out(c, g);
+    switch (r) {
+    case 8: rows(q8, most >= 8 ? 8 : 1, c, x, s); break;
+    case 4: rows(q8, most >= 4 ? 4 : 1, c, x, s); break;
+    case 2: rows(q8, 2, c, x, s); break;
+    default: rows(q8, 1, c, x, s); break;
+    }
+}
+static void q4_gemv_step(const void *c, int64_t g, int r) { gemv_step(false, 4, c, g, r); }
+static void q8_gemv_step(const void *c, int64_t g, int r) { gemv_step(true, 8, c, g, r); }
 
 /* Contract: kernels.h lm_gemv_fn (reads ysum). Groups at once, tinyllama tg
  * at the AVX2 level, bench_ab same run (Intel Xeon with AMX, 2026-12-04,
  * one stream -> R streams): Q4_0 4 groups +6.6 % (8 groups +1.6 %; with 4,
  * L2 prefetch 768 ahead 2.2 % below L1 1024, L1 768 1.7 % below). */
-LM_GEMV_DEFINE(lm_gemv_q4_0x8_q8_0_avx2, 4, k / LM_QK, Q4_GEMV_BODY, 0)
+void lm_gemv_q4_0x8_q8_0_avx2(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+                              const int16_t *ysum)
+{
+    lm_gemv_call(q4_gemv_step, 4, k / LM_QK, n_groups, group_bytes, s, x, y, ysum);
+}
 /* Contract: kernels.h lm_gemv_fn (ysum unused). 8 groups: +7.3 % over one
  * stream (4 groups 1.4 % below 8; L2 768 +0.5 %, L1 2048 -1.4 %). */
-LM_GEMV_DEFINE(lm_gemv_q8_0x8_q8_0_avx2, 8, k / LM_QK, Q8_GEMV_BODY, 0)
-
-/* Fill the GEMM slots of an AVX2-level table. */
-void lm_cpu_gemm_init_avx2(struct lm_cpu_kernels *k)
+void lm_gemv_q8_0x8_q8_0_avx2(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+                              const int16_t *ysum)
 {
-    k->type[LM_TYPE_Q4_0].gemm_x8 = lm_gemm_q4_0x8_q8_0_avx2;
-    k->type[LM_TYPE_Q8_0].gemm_x8 = lm_gemm_q8_0x8_q8_0_avx2;
-    k->type[LM_TYPE_Q4_0].gemv_x8 = lm_gemv_q4_0x8_q8_0_avx2;
-    k->type[LM_TYPE_Q8_0].gemv_x8 = lm_gemv_q8_0x8_q8_0_avx2;
-    k->type[LM_TYPE_F16].gemm_x8 = lm_gemm_f16x8_f16_avx2;
-    k->type[LM_TYPE_BF16].gemm_x8 = lm_gemm_bf16x8_f32_avx2;
-    k->type[LM_TYPE_BF16].gemm_from_float = lm_fp32_round_bf16_row_avx2;
-    k->type[LM_TYPE_F32].gemm_x8 = lm_gemm_f32x8_f32_avx2;
-    k->type[LM_TYPE_Q2_K].gemm_x8 = lm_gemm_q2_Kx8_q8_K_avx2;
-    k->type[LM_TYPE_Q3_K].gemm_x8 = lm_gemm_q3_Kx8_q8_K_avx2;
-    k->type[LM_TYPE_Q4_K].gemm_x8 = lm_gemm_q4_Kx8_q8_K_avx2;
-    k->type[LM_TYPE_Q5_K].gemm_x8 = lm_gemm_q5_Kx8_q8_K_avx2;
-    k->type[LM_TYPE_Q6_K].gemm_x8 = lm_gemm_q6_Kx8_q8_K_avx2;
+    lm_gemv_call(q8_gemv_step, 8, k / LM_QK, n_groups, group_bytes, s, x, y, ysum);
 }

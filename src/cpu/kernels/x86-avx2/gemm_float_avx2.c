@@ -106,23 +106,43 @@ static inline __attribute__((always_inline)) void tile(enum wkind kind, const in
 
 typedef void (*tile_fn)(int64_t nk, const char *w, size_t pf, const char *y, size_t by, float *s, size_t ldc);
 
-#define TILES(T, KIND)                                                                                             \
-    static void T##_8x1(int64_t nk, const char *w, size_t pf, const char *y, size_t by, float *s, size_t ldc)      \
-    {                                                                                                              \
-        tile(KIND, 8, 1, nk, w, pf, y, by, s, ldc);                                                                \
-    }                                                                                                              \
-    static void T##_4x2(int64_t nk, const char *w, size_t pf, const char *y, size_t by, float *s, size_t ldc)      \
-    {                                                                                                              \
-        tile(KIND, 4, 2, nk, w, pf, y, by, s, ldc);                                                                \
-    }                                                                                                              \
-    static void T##_4x3(int64_t nk, const char *w, size_t pf, const char *y, size_t by, float *s, size_t ldc)      \
-    {                                                                                                              \
-        tile(KIND, 4, 3, nk, w, pf, y, by, s, ldc);                                                                \
-    }
-
-TILES(f16, W_F16)
-TILES(bf16, W_BF16)
-TILES(f32, W_F32)
+/* The tile instances: rows x columns per weight kind. */
+static void f16_8x1(int64_t nk, const char *w, size_t pf, const char *y, size_t by, float *s, size_t ldc)
+{
+    tile(W_F16, 8, 1, nk, w, pf, y, by, s, ldc);
+}
+static void f16_4x2(int64_t nk, const char *w, size_t pf, const char *y, size_t by, float *s, size_t ldc)
+{
+    tile(W_F16, 4, 2, nk, w, pf, y, by, s, ldc);
+}
+static void f16_4x3(int64_t nk, const char *w, size_t pf, const char *y, size_t by, float *s, size_t ldc)
+{
+    tile(W_F16, 4, 3, nk, w, pf, y, by, s, ldc);
+}
+static void bf16_8x1(int64_t nk, const char *w, size_t pf, const char *y, size_t by, float *s, size_t ldc)
+{
+    tile(W_BF16, 8, 1, nk, w, pf, y, by, s, ldc);
+}
+static void bf16_4x2(int64_t nk, const char *w, size_t pf, const char *y, size_t by, float *s, size_t ldc)
+{
+    tile(W_BF16, 4, 2, nk, w, pf, y, by, s, ldc);
+}
+static void bf16_4x3(int64_t nk, const char *w, size_t pf, const char *y, size_t by, float *s, size_t ldc)
+{
+    tile(W_BF16, 4, 3, nk, w, pf, y, by, s, ldc);
+}
+static void f32_8x1(int64_t nk, const char *w, size_t pf, const char *y, size_t by, float *s, size_t ldc)
+{
+    tile(W_F32, 8, 1, nk, w, pf, y, by, s, ldc);
+}
+static void f32_4x2(int64_t nk, const char *w, size_t pf, const char *y, size_t by, float *s, size_t ldc)
+{
+    tile(W_F32, 4, 2, nk, w, pf, y, by, s, ldc);
+}
+static void f32_4x3(int64_t nk, const char *w, size_t pf, const char *y, size_t by, float *s, size_t ldc)
+{
+    tile(W_F32, 4, 3, nk, w, pf, y, by, s, ldc);
+}
 
 struct tiles {
     tile_fn t81, t42, t43;

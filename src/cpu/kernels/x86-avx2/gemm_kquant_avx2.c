@@ -48,7 +48,7 @@ static inline const struct lm_block_q8_K *act(const char *y, size_t by, int c, i
 }
 
 /* Prefetch the next super-block group (the GEMV case streams weights once). */
-static inline void prefetch_group(const void *p, size_t bytes)
+static inline __attribute__((always_inline)) void prefetch_group(const void *p, size_t bytes)
 {
     for (size_t o = 0; o < bytes; o += 64)
         avx2_prefetch((const char *)p + LM_AVX2_PREFETCH + o);
@@ -141,70 +141,130 @@ static inline __attribute__((always_inline)) void q5k_sub(const struct lm_block_
     }
 }
 
-/* NC (1..4) columns of one q4_Kx8 / q5_Kx8 super-block: acc[c] += its update. */
-#define K4_COLS(PFX, BLOCK, NC)                                                                                   \
-    static void PFX##_cols_##NC(const struct BLOCK *w, const __m256i *sc, const __m256i *mn, const char *y,      \
-                                size_t by, int64_t b, __m256 *acc)                                                \
-    {                                                                                                             \
-        const struct lm_block_q8_K *a[NC];                                                                        \
-        __m256i isum[NC], msum[NC];                                                                               \
-        for (int c = 0; c < NC; c++) {                                                                            \
-            a[c] = act(y, by, c, b);                                                                              \
-            isum[c] = _mm256_setzero_si256();                                                                     \
-        }                                                                                                         \
-        for (int p = 0; p < 4; p++) {                                                                             \
-            PFX##_sub(w, sc[2 * p], a, NC, p, 0, isum);                                                           \
-            PFX##_sub(w, sc[2 * p + 1], a, NC, p, 1, isum);                                                       \
-        }                                                                                                         \
-        for (int c = 0; c < NC; c++)                                                                              \
-            msum[c] = k4_mins(mn, a[c]);                                                                          \
-        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w->d));                                \
-        const __m256 dmw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w->dmin));                            \
-        for (int c = 0; c < NC; c++) {                                                                            \
-            const __m256 da = _mm256_set1_ps(a[c]->d);                                                            \
-            acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(dw, da), _mm256_cvtepi32_ps(isum[c]), acc[c]);                 \
-            acc[c] = _mm256_fnmadd_ps(_mm256_mul_ps(dmw, da), _mm256_cvtepi32_ps(msum[c]), acc[c]);               \
-        }                                                                                                         \
+/* NC (1..4) columns of one q4_Kx8 (q5 false) / q5_Kx8 super-block: acc[c] += its update. */
+static inline __attribute__((always_inline)) void k4_cols(const bool q5, const int NC, const void *w, const __m256i *sc,
+                                                          const __m256i *mn, const char *y, size_t by, int64_t b,
+                                                          __m256 *acc)
+{
+    const struct lm_block_q4_Kx8 *w4 = w;
+    const struct lm_block_q5_Kx8 *w5 = w;
+    const struct lm_block_q8_K *a[4];
+    __m256i isum[4], msum[4];
+    for (int c = 0; c < NC; c++) {
+        a[c] = act(y, by, c, b);
+        isum[c] = _mm256_setzero_si256();
     }
+    for (int p = 0; p < 4; p++) {
+        if (q5) {
+            q5k_sub(w5, sc[2 * p], a, NC, p, 0, isum);
+            q5k_sub(w5, sc[2 * p + 1], a, NC, p, 1, isum);
+        } else {
+            q4k_sub(w4, sc[2 * p], a, NC, p, 0, isum);
+            q4k_sub(w4, sc[2 * p + 1], a, NC, p, 1, isum);
+        }
+    }
+    for (int c = 0; c < NC; c++)
+        msum[c] = k4_mins(mn, a[c]);
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(q5 ? w5->d : w4->d)));
+    const __m256 dmw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(q5 ? w5->dmin : w4->dmin)));
+    for (int c = 0; c < NC; c++) {
+        const __m256 da = _mm256_set1_ps(a[c]->d);
+        acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(dw, da), _mm256_cvtepi32_ps(isum[c]), acc[c]);
+        acc[c] = _mm256_fnmadd_ps(_mm256_mul_ps(dmw, da), _mm256_cvtepi32_ps(msum[c]), acc[c]);
+    }
+}
+
+/* One function per type and column count (the instances the GEMM calls). */
+typedef void (*k4_cols_fn)(const void *w, const __m256i *sc, const __m256i *mn, const char *y, size_t by, int64_t b,
+                           __m256 *acc);
+static void q4k_cols_1(const void *w, const __m256i *sc, const __m256i *mn, const char *y, size_t by, int64_t b,
+                       __m256 *acc)
+{
+    k4_cols(false, 1, w, sc, mn, y, by, b, acc);
+}
+static void q4k_cols_2(const void *w, const __m256i *sc, const __m256i *mn, const char *y, size_t by, int64_t b,
+                       __m256 *acc)
+{
+    k4_cols(false, 2, w, sc, mn, y, by, b, acc);
+}
+static void q4k_cols_3(const void *w, const __m256i *sc, const __m256i *mn, const char *y, size_t by, int64_t b,
+                       __m256 *acc)
+{
+    k4_cols(false, 3, w, sc, mn, y, by, b, acc);
+}
+static void q4k_cols_4(const void *w, const __m256i *sc, const __m256i *mn, const char *y, size_t by, int64_t b,
+                       __m256 *acc)
+{
+    k4_cols(false, 4, w, sc, mn, y, by, b, acc);
+}
+static void q5k_cols_1(const void *w, const __m256i *sc, const __m256i *mn, const char *y, size_t by, int64_t b,
+                       __m256 *acc)
+{
+    k4_cols(true, 1, w, sc, mn, y, by, b, acc);
+}
+static void q5k_cols_2(const void *w, const __m256i *sc, const __m256i *mn, const char *y, size_t by, int64_t b,
+                       __m256 *acc)
+{
+    k4_cols(true, 2, w, sc, mn, y, by, b, acc);
+}
+static void q5k_cols_3(const void *w, const __m256i *sc, const __m256i *mn, const char *y, size_t by, int64_t b,
+                       __m256 *acc)
+{
+    k4_cols(true, 3, w, sc, mn, y, by, b, acc);
+}
+static void q5k_cols_4(const void *w, const __m256i *sc, const __m256i *mn, const char *y, size_t by, int64_t b,
+                       __m256 *acc)
+{
+    k4_cols(true, 4, w, sc, mn, y, by, b, acc);
+}
 
 /* The GEMM over all super-blocks: decode once per super-block, then columns
  * in groups of 4. */
-#define K4_GEMM(NAME, PFX, BLOCK)                                                                                 \
-    K4_COLS(PFX, BLOCK, 1)                                                                                        \
-    K4_COLS(PFX, BLOCK, 2)                                                                                        \
-    K4_COLS(PFX, BLOCK, 3)                                                                                        \
-    K4_COLS(PFX, BLOCK, 4)                                                                                        \
-    void NAME(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by, const int16_t *ysum,    \
-              int nc)                                                                                             \
-    {                                                                                                             \
-        (void)ysum;                                                                                               \
-        const int64_t nb = k / LM_QK_K;                                                                           \
-        const struct BLOCK *w = x;                                                                                \
-        __m256 acc[NCMAX];                                                                                        \
-        for (int c = 0; c < nc; c++)                                                                              \
-            acc[c] = _mm256_setzero_ps();                                                                         \
-        for (int64_t b = 0; b < nb; b++) {                                                                        \
-            __m256i sc[8], mn[4];                                                                                 \
-            prefetch_group(&w[b], sizeof w[b]);                                                                   \
-            k4_decode(w[b].sc, w[b].mn, sc, mn);                                                                  \
-            for (int c0 = 0; c0 < nc; c0 += 4) {                                                                  \
-                const char *yy = (const char *)y + (size_t)c0 * by;                                               \
-                switch (nc - c0 < 4 ? nc - c0 : 4) {                                                              \
-                case 4: PFX##_cols_4(&w[b], sc, mn, yy, by, b, acc + c0); break;                                  \
-                case 3: PFX##_cols_3(&w[b], sc, mn, yy, by, b, acc + c0); break;                                  \
-                case 2: PFX##_cols_2(&w[b], sc, mn, yy, by, b, acc + c0); break;                                  \
-                default: PFX##_cols_1(&w[b], sc, mn, yy, by, b, acc + c0); break;                                 \
-                }                                                                                                 \
-            }                                                                                                     \
-        }                                                                                                         \
-        for (int c = 0; c < nc; c++)                                                                              \
-            _mm256_storeu_ps(s + (size_t)c * ldc, acc[c]);                                                        \
+static inline __attribute__((always_inline)) void k4_gemm(const bool q5, int64_t k, float *s, size_t ldc, const void *x,
+                                                          const void *y, size_t by, int nc)
+{
+    const int64_t nb = k / LM_QK_K;
+    const size_t bw = q5 ? sizeof(struct lm_block_q5_Kx8) : sizeof(struct lm_block_q4_Kx8);
+    const k4_cols_fn *cols = q5 ? (const k4_cols_fn[4]){q5k_cols_1, q5k_cols_2, q5k_cols_3, q5k_cols_4}
+                                : (const k4_cols_fn[4]){q4k_cols_1, q4k_cols_2, q4k_cols_3, q4k_cols_4};
+    __m256 acc[NCMAX];
+    for (int c = 0; c < nc; c++)
+        acc[c] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const char *wb = (const char *)x + (size_t)b * bw;
+        const struct lm_block_q4_Kx8 *w4 = (const void *)wb;
+        const struct lm_block_q5_Kx8 *w5 = (const void *)wb;
+        __m256i sc[8], mn[4];
+        prefetch_group(wb, bw);
+        k4_decode(q5 ? w5->sc : w4->sc, q5 ? w5->mn : w4->mn, sc, mn);
+        for (int c0 = 0; c0 < nc; c0 += 4) {
+            const char *yy = (const char *)y + (size_t)c0 * by;
+            switch (nc - c0 < 4 ? nc - c0 : 4) {
+            case 4: cols[3](wb, sc, mn, yy, by, b, acc + c0); break;
+            case 3: cols[2](wb, sc, mn, yy, by, b, acc + c0); break;
+            case 2: cols[1](wb, sc, mn, yy, by, b, acc + c0); break;
+            default: cols[0](wb, sc, mn, yy, by, b, acc + c0); break;
+            }
+        }
     }
+    for (int c = 0; c < nc; c++)
+        _mm256_storeu_ps(s + (size_t)c * ldc, acc[c]);
+}
 
 /* Contract: kernels.h. */
-K4_GEMM(lm_gemm_q4_Kx8_q8_K_avx2, q4k, lm_block_q4_Kx8)
+void lm_gemm_q4_Kx8_q8_K_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                              const int16_t *ysum, int nc)
+{
+    (void)ysum;
+    k4_gemm(false, k, s, ldc, x, y, by, nc);
+}
 /* Contract: kernels.h. */
-K4_GEMM(lm_gemm_q5_Kx8_q8_K_avx2, q5k, lm_block_q5_Kx8)
+void lm_gemm_q5_Kx8_q8_K_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                              const int16_t *ysum, int nc)
+{
+    (void)ysum;
+    k4_gemm(true, k, s, ldc, x, y, by, nc);
+}
 
 /* ---- 16-element sub-blocks: Q2_K, Q3_K, Q6_K ----
  * Sub-block j (0..15) is 4 code registers (elements 16j..16j+15 of the 8
@@ -335,47 +395,91 @@ static inline __attribute__((always_inline)) void k16_cols(enum k16 t, const voi
     }
 }
 
+/* nc (1..8) columns of one super-block of type t, one instance per count. */
+static inline __attribute__((always_inline)) void k16_cols_n(enum k16 t, const void *w, const __m256i *sc,
+                                                             const __m256i *pr, const char *y, size_t by, int64_t b,
+                                                             __m256 *acc, int nc)
+{
+    const lm_fp16 *d = t == K16_Q2   ? ((const struct lm_block_q2_Kx8 *)w)->d
+                       : t == K16_Q3 ? ((const struct lm_block_q3_Kx8 *)w)->d
+                                     : ((const struct lm_block_q6_Kx8 *)w)->d;
+    const lm_fp16 *dmin = t == K16_Q2 ? ((const struct lm_block_q2_Kx8 *)w)->dmin : NULL;
+    switch (nc) {
+    case 8: k16_cols(t, w, d, dmin, sc, pr, y, by, b, acc, 8); break;
+    case 7: k16_cols(t, w, d, dmin, sc, pr, y, by, b, acc, 7); break;
+    case 6: k16_cols(t, w, d, dmin, sc, pr, y, by, b, acc, 6); break;
+    case 5: k16_cols(t, w, d, dmin, sc, pr, y, by, b, acc, 5); break;
+    case 4: k16_cols(t, w, d, dmin, sc, pr, y, by, b, acc, 4); break;
+    case 3: k16_cols(t, w, d, dmin, sc, pr, y, by, b, acc, 3); break;
+    case 2: k16_cols(t, w, d, dmin, sc, pr, y, by, b, acc, 2); break;
+    default: k16_cols(t, w, d, dmin, sc, pr, y, by, b, acc, 1); break;
+    }
+}
+typedef void (*k16_cols_fn)(const void *w, const __m256i *sc, const __m256i *pr, const char *y, size_t by, int64_t b,
+                            __m256 *acc, int nc);
+static void q2k_cols(const void *w, const __m256i *sc, const __m256i *pr, const char *y, size_t by, int64_t b,
+                     __m256 *acc, int nc)
+{
+    k16_cols_n(K16_Q2, w, sc, pr, y, by, b, acc, nc);
+}
+static void q3k_cols(const void *w, const __m256i *sc, const __m256i *pr, const char *y, size_t by, int64_t b,
+                     __m256 *acc, int nc)
+{
+    k16_cols_n(K16_Q3, w, sc, pr, y, by, b, acc, nc);
+}
+static void q6k_cols(const void *w, const __m256i *sc, const __m256i *pr, const char *y, size_t by, int64_t b,
+                     __m256 *acc, int nc)
+{
+    k16_cols_n(K16_Q6, w, sc, pr, y, by, b, acc, nc);
+}
+
 /* The GEMM of one type: decode once per super-block, then the columns in
  * groups of up to 8 (the unpacked codes of a sub-block are reused by all 8). */
-#define K16_GEMM(NAME, PFX, T, BLOCK, DMIN)                                                                       \
-    static void PFX##_cols(const struct BLOCK *w, const __m256i *sc, const __m256i *pr, const char *y, size_t by, \
-                           int64_t b, __m256 *acc, int nc)                                                        \
-    {                                                                                                             \
-        switch (nc) {                                                                                             \
-        case 8: k16_cols(T, w, w->d, DMIN, sc, pr, y, by, b, acc, 8); break;                                      \
-        case 7: k16_cols(T, w, w->d, DMIN, sc, pr, y, by, b, acc, 7); break;                                      \
-        case 6: k16_cols(T, w, w->d, DMIN, sc, pr, y, by, b, acc, 6); break;                                      \
-        case 5: k16_cols(T, w, w->d, DMIN, sc, pr, y, by, b, acc, 5); break;                                      \
-        case 4: k16_cols(T, w, w->d, DMIN, sc, pr, y, by, b, acc, 4); break;                                      \
-        case 3: k16_cols(T, w, w->d, DMIN, sc, pr, y, by, b, acc, 3); break;                                      \
-        case 2: k16_cols(T, w, w->d, DMIN, sc, pr, y, by, b, acc, 2); break;                                      \
-        default: k16_cols(T, w, w->d, DMIN, sc, pr, y, by, b, acc, 1); break;                                     \
-        }                                                                                                         \
-    }                                                                                                             \
-    void NAME(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by, const int16_t *ysum,    \
-              int nc)                                                                                             \
-    {                                                                                                             \
-        (void)ysum;                                                                                               \
-        const int64_t nb = k / LM_QK_K;                                                                           \
-        const struct BLOCK *w = x;                                                                                \
-        __m256 acc[NCMAX];                                                                                        \
-        for (int c = 0; c < nc; c++)                                                                              \
-            acc[c] = _mm256_setzero_ps();                                                                         \
-        for (int64_t b = 0; b < nb; b++) {                                                                        \
-            __m256i sc[16], pr[8];                                                                                \
-            prefetch_group(&w[b], sizeof w[b]);                                                                   \
-            PFX##_decode(&w[b], sc, pr);                                                                          \
-            for (int c0 = 0; c0 < nc; c0 += 8)                                                                    \
-                PFX##_cols(&w[b], sc, pr, (const char *)y + (size_t)c0 * by, by, b, acc + c0,                     \
-                           nc - c0 < 8 ? nc - c0 : 8);                                                            \
-        }                                                                                                         \
-        for (int c = 0; c < nc; c++)                                                                              \
-            _mm256_storeu_ps(s + (size_t)c * ldc, acc[c]);                                                        \
+static inline __attribute__((always_inline)) void k16_gemm(enum k16 t, int64_t k, float *s, size_t ldc, const void *x,
+                                                           const void *y, size_t by, int nc)
+{
+    const int64_t nb = k / LM_QK_K;
+    const size_t bw = t == K16_Q2   ? sizeof(struct lm_block_q2_Kx8)
+                      : t == K16_Q3 ? sizeof(struct lm_block_q3_Kx8)
+                                    : sizeof(struct lm_block_q6_Kx8);
+    const k16_cols_fn cols = t == K16_Q2 ? q2k_cols : t == K16_Q3 ? q3k_cols : q6k_cols;
+    __m256 acc[NCMAX];
+    for (int c = 0; c < nc; c++)
+        acc[c] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const char *wb = (const char *)x + (size_t)b * bw;
+        __m256i sc[16], pr[8];
+        prefetch_group(wb, bw);
+        switch (t) {
+        case K16_Q2: q2k_decode((const void *)wb, sc, pr); break;
+        case K16_Q3: q3k_decode((const void *)wb, sc, pr); break;
+        default: q6k_decode((const void *)wb, sc, pr); break;
+        }
+        for (int c0 = 0; c0 < nc; c0 += 8)
+            cols(wb, sc, pr, (const char *)y + (size_t)c0 * by, by, b, acc + c0, nc - c0 < 8 ? nc - c0 : 8);
     }
+    for (int c = 0; c < nc; c++)
+        _mm256_storeu_ps(s + (size_t)c * ldc, acc[c]);
+}
 
 /* Contract: kernels.h. */
-K16_GEMM(lm_gemm_q2_Kx8_q8_K_avx2, q2k, K16_Q2, lm_block_q2_Kx8, w->dmin)
+void lm_gemm_q2_Kx8_q8_K_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                              const int16_t *ysum, int nc)
+{
+    (void)ysum;
+    k16_gemm(K16_Q2, k, s, ldc, x, y, by, nc);
+}
 /* Contract: kernels.h. */
-K16_GEMM(lm_gemm_q3_Kx8_q8_K_avx2, q3k, K16_Q3, lm_block_q3_Kx8, NULL)
+void lm_gemm_q3_Kx8_q8_K_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                              const int16_t *ysum, int nc)
+{
+    (void)ysum;
+    k16_gemm(K16_Q3, k, s, ldc, x, y, by, nc);
+}
 /* Contract: kernels.h. */
-K16_GEMM(lm_gemm_q6_Kx8_q8_K_avx2, q6k, K16_Q6, lm_block_q6_Kx8, NULL)
+void lm_gemm_q6_Kx8_q8_K_avx2(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                              const int16_t *ysum, int nc)
+{
+    (void)ysum;
+    k16_gemm(K16_Q6, k, s, ldc, x, y, by, nc);
+}

@@ -59,25 +59,66 @@ static inline __m256i isum_q5_1(const struct lm_block_q5_1 *x, const int8_t *yq)
     return avx2_sum_pairs_i16(_mm256_maddubs_epi16(q, load_q8(yq)));
 }
 
-/* A _0-type dot (x blocks of type XT with field d, Q8_0 activations). */
-#define DOT0_KERNEL(NAME, XT, ISUM)                                                                                    \
-    void NAME(int64_t n, float *s, const void *vx, const void *vy)                                                     \
-    {                                                                                                                  \
-        const XT *x = vx;                                                                                              \
-        const struct lm_block_q8_0 *y = vy;                                                                            \
-        const int64_t nb = n / LM_QK;                                                                                  \
-        __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0;                                                                \
-        int64_t b = 0;                                                                                                 \
-        for (; b + 2 <= nb; b += 2) {                                                                                  \
-            avx2_prefetch((const char *)(x + b) + LM_AVX2_PREFETCH);                                                   \
-            acc0 = _mm256_fmadd_ps(avx2_scale2(x[b].d, y[b].d), _mm256_cvtepi32_ps(ISUM(&x[b], y[b].qs)), acc0);       \
-            const __m256i i1 = ISUM(&x[b + 1], y[b + 1].qs);                                                           \
-            acc1 = _mm256_fmadd_ps(avx2_scale2(x[b + 1].d, y[b + 1].d), _mm256_cvtepi32_ps(i1), acc1);                 \
-        }                                                                                                              \
-        if (b < nb)                                                                                                    \
-            acc0 = _mm256_fmadd_ps(avx2_scale2(x[b].d, y[b].d), _mm256_cvtepi32_ps(ISUM(&x[b], y[b].qs)), acc0);       \
-        *s = avx2_hsum_ps(_mm256_add_ps(acc0, acc1));                                                                  \
+/* The weight types of these dots (a constant argument of the kernel bodies). */
+enum wt { W_Q4_0, W_Q5_0, W_Q8_0, W_Q4_1, W_Q5_1 };
+
+/* Bytes of one block of type t. */
+static inline size_t block_bytes(const enum wt t)
+{
+    switch (t) {
+    case W_Q4_0: return sizeof(struct lm_block_q4_0);
+    case W_Q5_0: return sizeof(struct lm_block_q5_0);
+    case W_Q8_0: return sizeof(struct lm_block_q8_0);
+    case W_Q4_1: return sizeof(struct lm_block_q4_1);
+    default: return sizeof(struct lm_block_q5_1);
     }
+}
+
+/* The scale d of the _0 block at x (every _0 block starts with it). */
+static inline lm_fp16 d_of(const enum wt t, const char *x)
+{
+    switch (t) {
+    case W_Q4_0: return ((const struct lm_block_q4_0 *)x)->d;
+    case W_Q5_0: return ((const struct lm_block_q5_0 *)x)->d;
+    default: return ((const struct lm_block_q8_0 *)x)->d;
+    }
+}
+
+/* The integer block sums of the block of type t at x (t constant after inlining). */
+static inline __attribute__((always_inline)) __m256i isum_of(const enum wt t, const char *x, const int8_t *yq)
+{
+    switch (t) {
+    case W_Q4_0: return isum_q4_0((const struct lm_block_q4_0 *)x, yq);
+    case W_Q5_0: return isum_q5_0((const struct lm_block_q5_0 *)x, yq);
+    case W_Q8_0: return isum_q8_0((const struct lm_block_q8_0 *)x, yq);
+    case W_Q4_1: return isum_q4_1((const struct lm_block_q4_1 *)x, yq);
+    default: return isum_q5_1((const struct lm_block_q5_1 *)x, yq);
+    }
+}
+
+/* A _0-type dot (x blocks of type t, Q8_0 activations). */
+static inline __attribute__((always_inline)) void dot0(const enum wt t, int64_t n, float *s, const void *vx,
+                                                       const void *vy)
+{
+    const char *x = vx;
+    const size_t bs = block_bytes(t);
+    const struct lm_block_q8_0 *y = vy;
+    const int64_t nb = n / LM_QK;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0;
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+        const char *x0 = x + (size_t)b * bs, *x1 = x0 + bs;
+        avx2_prefetch(x0 + LM_AVX2_PREFETCH);
+        acc0 = _mm256_fmadd_ps(avx2_scale2(d_of(t, x0), y[b].d), _mm256_cvtepi32_ps(isum_of(t, x0, y[b].qs)), acc0);
+        const __m256i i1 = isum_of(t, x1, y[b + 1].qs);
+        acc1 = _mm256_fmadd_ps(avx2_scale2(d_of(t, x1), y[b + 1].d), _mm256_cvtepi32_ps(i1), acc1);
+    }
+    if (b < nb) {
+        const char *x0 = x + (size_t)b * bs;
+        acc0 = _mm256_fmadd_ps(avx2_scale2(d_of(t, x0), y[b].d), _mm256_cvtepi32_ps(isum_of(t, x0, y[b].qs)), acc0);
+    }
+    *s = avx2_hsum_ps(_mm256_add_ps(acc0, acc1));
+}
 
 /* acc += d_x d_y * lanes; lane 1 of accm += m_x * s_y (the fp16 pairs (d, m)
  * of the weight block and (d, s) of the Q8_1 block are adjacent). */
@@ -88,33 +129,37 @@ static inline __m256 one_block(const void *dm, const void *ds, __m256i isum, __m
     return _mm256_fmadd_ps(_mm256_broadcastss_ps(p), _mm256_cvtepi32_ps(isum), acc);
 }
 
-/* A _1-type dot (x blocks of type XT with fields d, m; Q8_1 activations). */
-#define DOT1_KERNEL(NAME, XT, ISUM)                                                                                    \
-    void NAME(int64_t n, float *s, const void *vx, const void *vy)                                                     \
-    {                                                                                                                  \
-        const XT *x = vx;                                                                                              \
-        const struct lm_block_q8_1 *y = vy;                                                                            \
-        const int64_t nb = n / LM_QK;                                                                                  \
-        __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0;                                                                \
-        __m128 accm0 = _mm_setzero_ps(), accm1 = accm0;                                                                \
-        int64_t b = 0;                                                                                                 \
-        for (; b + 2 <= nb; b += 2) {                                                                                  \
-            avx2_prefetch((const char *)(x + b) + LM_AVX2_PREFETCH);                                                   \
-            acc0 = one_block(&x[b].d, &y[b].d, ISUM(&x[b], y[b].qs), acc0, &accm0);                                    \
-            acc1 = one_block(&x[b + 1].d, &y[b + 1].d, ISUM(&x[b + 1], y[b + 1].qs), acc1, &accm1);                    \
-        }                                                                                                              \
-        if (b < nb)                                                                                                    \
-            acc0 = one_block(&x[b].d, &y[b].d, ISUM(&x[b], y[b].qs), acc0, &accm0);                                    \
-        const __m128 m = _mm_add_ps(accm0, accm1);                                                                     \
-        *s = avx2_hsum_ps(_mm256_add_ps(acc0, acc1)) + _mm_cvtss_f32(_mm_movehdup_ps(m));                              \
+/* A _1-type dot (x blocks of type t with fields d, m first; Q8_1 activations). */
+static inline __attribute__((always_inline)) void dot1(const enum wt t, int64_t n, float *s, const void *vx,
+                                                       const void *vy)
+{
+    const char *x = vx;
+    const size_t bs = block_bytes(t);
+    const struct lm_block_q8_1 *y = vy;
+    const int64_t nb = n / LM_QK;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0;
+    __m128 accm0 = _mm_setzero_ps(), accm1 = accm0;
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+        const char *x0 = x + (size_t)b * bs, *x1 = x0 + bs;
+        avx2_prefetch(x0 + LM_AVX2_PREFETCH);
+        acc0 = one_block(x0, &y[b].d, isum_of(t, x0, y[b].qs), acc0, &accm0);
+        acc1 = one_block(x1, &y[b + 1].d, isum_of(t, x1, y[b + 1].qs), acc1, &accm1);
     }
+    if (b < nb) {
+        const char *x0 = x + (size_t)b * bs;
+        acc0 = one_block(x0, &y[b].d, isum_of(t, x0, y[b].qs), acc0, &accm0);
+    }
+    const __m128 m = _mm_add_ps(accm0, accm1);
+    *s = avx2_hsum_ps(_mm256_add_ps(acc0, acc1)) + _mm_cvtss_f32(_mm_movehdup_ps(m));
+}
 
 /* Contracts: kernels.h. */
-DOT0_KERNEL(lm_vec_dot_q4_0_q8_0_avx2, struct lm_block_q4_0, isum_q4_0)
-DOT0_KERNEL(lm_vec_dot_q5_0_q8_0_avx2, struct lm_block_q5_0, isum_q5_0)
-DOT0_KERNEL(lm_vec_dot_q8_0_q8_0_avx2, struct lm_block_q8_0, isum_q8_0)
-DOT1_KERNEL(lm_vec_dot_q4_1_q8_1_avx2, struct lm_block_q4_1, isum_q4_1)
-DOT1_KERNEL(lm_vec_dot_q5_1_q8_1_avx2, struct lm_block_q5_1, isum_q5_1)
+void lm_vec_dot_q4_0_q8_0_avx2(int64_t n, float *s, const void *x, const void *y) { dot0(W_Q4_0, n, s, x, y); }
+void lm_vec_dot_q5_0_q8_0_avx2(int64_t n, float *s, const void *x, const void *y) { dot0(W_Q5_0, n, s, x, y); }
+void lm_vec_dot_q8_0_q8_0_avx2(int64_t n, float *s, const void *x, const void *y) { dot0(W_Q8_0, n, s, x, y); }
+void lm_vec_dot_q4_1_q8_1_avx2(int64_t n, float *s, const void *x, const void *y) { dot1(W_Q4_1, n, s, x, y); }
+void lm_vec_dot_q5_1_q8_1_avx2(int64_t n, float *s, const void *x, const void *y) { dot1(W_Q5_1, n, s, x, y); }
 
 /* Blocks [b0, b0 + NB) of one item's output over its n cells: 4 NB
  * accumulators of 8 channels, each cell's row decoded as to_float decodes

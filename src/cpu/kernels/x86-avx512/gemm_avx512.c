@@ -325,61 +325,76 @@ static void q8_0_col1(int64_t nb, const void *w, const void *a, const int16_t *y
     legacy_col1(true, 1, nb, w, 0, a, ysum, s);
 }
 
-#define LEGACY_GEMV_BODY(Q8, R) legacy_col1(Q8, R, c->n, x, c->group_bytes, c->y, c->ysum, s)
+/* One gemv_x8 run of r groups at group g (gemv_runs.h), 8 groups at most. */
+static inline __attribute__((always_inline)) void legacy_gemv_step(const bool q8, const void *ctx, int64_t g, int r)
+{
+    const struct lm_gemv_args *c = ctx;
+    const char *x = lm_gemv_group(c, g);
+    float *s = lm_gemv_out(c, g);
+    switch (r) {
+    case 8: legacy_col1(q8, 8, c->n, x, c->group_bytes, c->y, c->ysum, s); break;
+    case 4: legacy_col1(q8, 4, c->n, x, c->group_bytes, c->y, c->ysum, s); break;
+    case 2: legacy_col1(q8, 2, c->n, x, c->group_bytes, c->y, c->ysum, s); break;
+    default: legacy_col1(q8, 1, c->n, x, c->group_bytes, c->y, c->ysum, s); break;
+    }
+}
+static void q4_0_gemv_step(const void *c, int64_t g, int r) { legacy_gemv_step(false, c, g, r); }
+static void q8_0_gemv_step(const void *c, int64_t g, int r) { legacy_gemv_step(true, c, g, r); }
 
 /* Contract: kernels.h lm_gemv_fn (reads ysum); 8 groups at a time. */
-LM_GEMV_DEFINE(lm_gemv_q4_0x8_q8_0_avx512, 8, k / LM_QK, LEGACY_GEMV_BODY, false)
-LM_GEMV_DEFINE(lm_gemv_q8_0x8_q8_0_avx512, 8, k / LM_QK, LEGACY_GEMV_BODY, true)
+void lm_gemv_q4_0x8_q8_0_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+                                const int16_t *ysum)
+{
+    lm_gemv_call(q4_0_gemv_step, 8, k / LM_QK, n_groups, group_bytes, s, x, y, ysum);
+}
+void lm_gemv_q8_0x8_q8_0_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+                                const int16_t *ysum)
+{
+    lm_gemv_call(q8_0_gemv_step, 8, k / LM_QK, n_groups, group_bytes, s, x, y, ysum);
+}
 
 /* nc (1..16) columns as (nc + 1) / 2 pairs, one instance per pair count. */
-#define LEGACY_GEMM(NAME, Q8, COL1, FALLBACK)                                                                     \
-    void NAME(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by, const int16_t *ysum,    \
-              int nc)                                                                                             \
-    {                                                                                                             \
-        const int64_t nb = k / LM_QK;                                                                             \
-        const char *yy = y;                                                                                       \
-        if (nc == 1) { /* token generation: the one-column kernel (a pair would compute it twice) */           \
-            COL1(nb, x, y, ysum, s);                                                                              \
-            return;                                                                                               \
-        }                                                                                                         \
-        if ((size_t)(nc - 1) * by > (size_t)INT32_MAX) { /* gather indices beyond int32: never for real rows */  \
-            FALLBACK(k, s, ldc, x, y, by, ysum, nc);                                                              \
-            return;                                                                                               \
-        }                                                                                                         \
-        switch ((nc + 1) / 2) {                                                                                   \
-        case 8: legacy_pairs(Q8, nb, x, yy, by, ysum, s, ldc, nc, 8); break;                                      \
-        case 7: legacy_pairs(Q8, nb, x, yy, by, ysum, s, ldc, nc, 7); break;                                      \
-        case 6: legacy_pairs(Q8, nb, x, yy, by, ysum, s, ldc, nc, 6); break;                                      \
-        case 5: legacy_pairs(Q8, nb, x, yy, by, ysum, s, ldc, nc, 5); break;                                      \
-        case 4: legacy_pairs(Q8, nb, x, yy, by, ysum, s, ldc, nc, 4); break;                                      \
-        case 3: legacy_pairs(Q8, nb, x, yy, by, ysum, s, ldc, nc, 3); break;                                      \
-        case 2: legacy_pairs(Q8, nb, x, yy, by, ysum, s, ldc, nc, 2); break;                                      \
-        default: legacy_pairs(Q8, nb, x, yy, by, ysum, s, ldc, nc, 1); break;                                     \
-        }                                                                                                         \
+static inline __attribute__((always_inline)) void legacy_gemm(const bool q8, int64_t k, float *s, size_t ldc,
+                                                              const void *x, const void *y, size_t by,
+                                                              const int16_t *ysum, int nc)
+{
+    const int64_t nb = k / LM_QK;
+    const char *yy = y;
+    if (nc == 1) { /* token generation: the one-column kernel (a pair would compute it twice) */
+        if (q8)
+            q8_0_col1(nb, x, y, ysum, s);
+        else
+            q4_0_col1(nb, x, y, ysum, s);
+        return;
     }
+    if ((size_t)(nc - 1) * by > (size_t)INT32_MAX) { /* gather indices beyond int32: never for real rows */
+        if (q8)
+            lm_gemm_q8_0x8_q8_0_avx2(k, s, ldc, x, y, by, ysum, nc);
+        else
+            lm_gemm_q4_0x8_q8_0_avx2(k, s, ldc, x, y, by, ysum, nc);
+        return;
+    }
+    switch ((nc + 1) / 2) {
+    case 8: legacy_pairs(q8, nb, x, yy, by, ysum, s, ldc, nc, 8); break;
+    case 7: legacy_pairs(q8, nb, x, yy, by, ysum, s, ldc, nc, 7); break;
+    case 6: legacy_pairs(q8, nb, x, yy, by, ysum, s, ldc, nc, 6); break;
+    case 5: legacy_pairs(q8, nb, x, yy, by, ysum, s, ldc, nc, 5); break;
+    case 4: legacy_pairs(q8, nb, x, yy, by, ysum, s, ldc, nc, 4); break;
+    case 3: legacy_pairs(q8, nb, x, yy, by, ysum, s, ldc, nc, 3); break;
+    case 2: legacy_pairs(q8, nb, x, yy, by, ysum, s, ldc, nc, 2); break;
+    default: legacy_pairs(q8, nb, x, yy, by, ysum, s, ldc, nc, 1); break;
+    }
+}
 
 /* Contract: kernels.h (reads ysum). */
-LEGACY_GEMM(lm_gemm_q4_0x8_q8_0_avx512, false, q4_0_col1, lm_gemm_q4_0x8_q8_0_avx2)
-/* Contract: kernels.h (reads ysum: the table sets gemm_sums for Q8_0). */
-LEGACY_GEMM(lm_gemm_q8_0x8_q8_0_avx512, true, q8_0_col1, lm_gemm_q8_0x8_q8_0_avx2)
-
-/* Fill the integer GEMM slots of an AVX-512-level table. */
-void lm_cpu_gemm_init_avx512_int8(struct lm_cpu_kernels *k)
+void lm_gemm_q4_0x8_q8_0_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                                const int16_t *ysum, int nc)
 {
-    k->type[LM_TYPE_Q4_0].gemm_x8 = lm_gemm_q4_0x8_q8_0_avx512;
-    k->type[LM_TYPE_Q8_0].gemm_x8 = lm_gemm_q8_0x8_q8_0_avx512;
-    k->type[LM_TYPE_Q8_0].gemm_sums = true;
-    k->type[LM_TYPE_Q4_0].gemv_x8 = lm_gemv_q4_0x8_q8_0_avx512;
-    k->type[LM_TYPE_Q8_0].gemv_x8 = lm_gemv_q8_0x8_q8_0_avx512;
-    k->type[LM_TYPE_Q2_K].gemm_x8 = lm_gemm_q2_Kx8_q8_K_avx512;
-    k->type[LM_TYPE_Q3_K].gemm_x8 = lm_gemm_q3_Kx8_q8_K_avx512;
-    k->type[LM_TYPE_Q4_K].gemm_x8 = lm_gemm_q4_Kx8_q8_K_avx512;
-    k->type[LM_TYPE_Q5_K].gemm_x8 = lm_gemm_q5_Kx8_q8_K_avx512;
-    k->type[LM_TYPE_Q6_K].gemm_x8 = lm_gemm_q6_Kx8_q8_K_avx512;
-    /* (the tables of some CPUs leave gemv_x8 out: init_avx512.c one_column_choices) */
-    k->type[LM_TYPE_Q2_K].gemv_x8 = lm_gemv_q2_Kx8_q8_K_avx512;
-    k->type[LM_TYPE_Q3_K].gemv_x8 = lm_gemv_q3_Kx8_q8_K_avx512;
-    k->type[LM_TYPE_Q4_K].gemv_x8 = lm_gemv_q4_Kx8_q8_K_avx512;
-    k->type[LM_TYPE_Q5_K].gemv_x8 = lm_gemv_q5_Kx8_q8_K_avx512;
-    k->type[LM_TYPE_Q6_K].gemv_x8 = lm_gemv_q6_Kx8_q8_K_avx512;
+    legacy_gemm(false, k, s, ldc, x, y, by, ysum, nc);
+}
+/* Contract: kernels.h (reads ysum: the table sets gemm_sums for Q8_0). */
+void lm_gemm_q8_0x8_q8_0_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                                const int16_t *ysum, int nc)
+{
+    legacy_gemm(true, k, s, ldc, x, y, by, ysum, nc);
 }

@@ -158,29 +158,47 @@ static inline __attribute__((always_inline)) void tile(enum wkind kind, const in
         store8(s + (size_t)c * ldc, acc[0][c], acc[1][c], acc[2][c], acc[3][c]);
 }
 
-typedef void (*tile_fn)(int64_t nk, const char *w, size_t pf, const char *y, size_t by, float *s, size_t ldc);
-
-#define TILE(T, KIND, C)                                                                                            \
-    static void T##_##C(int64_t nk, const char *w, size_t pf, const char *y, size_t by, float *s, size_t ldc)       \
-    {                                                                                                               \
-        tile(KIND, C, nk, w, pf, y, by, s, ldc);                                                                    \
+/* A tile of n (1..MAX_C) columns of weight kind `kind`: one tile() instance per count. */
+static inline __attribute__((always_inline)) void tile_n(enum wkind kind, int n, int64_t nk, const char *w, size_t pf,
+                                                         const char *y, size_t by, float *s, size_t ldc)
+{
+    switch (n) {
+    case 1: tile(kind, 1, nk, w, pf, y, by, s, ldc); break;
+    case 2: tile(kind, 2, nk, w, pf, y, by, s, ldc); break;
+    case 3: tile(kind, 3, nk, w, pf, y, by, s, ldc); break;
+    case 4: tile(kind, 4, nk, w, pf, y, by, s, ldc); break;
+    case 5: tile(kind, 5, nk, w, pf, y, by, s, ldc); break;
+    default: tile(kind, 6, nk, w, pf, y, by, s, ldc); break;
     }
-#define TILES(T, KIND)                                                                                              \
-    TILE(T, KIND, 1) TILE(T, KIND, 2) TILE(T, KIND, 3) TILE(T, KIND, 4) TILE(T, KIND, 5) TILE(T, KIND, 6)           \
-    static const tile_fn T##_tiles[MAX_C + 1] = {NULL, T##_1, T##_2, T##_3, T##_4, T##_5, T##_6};
+}
+_Static_assert(MAX_C == 6, "tile_n has a case per column count");
 
-TILES(f16, W_F16)
-TILES(bf16dp, W_BF16DP)
-TILES(bf16, W_BF16)
-TILES(f32, W_F32)
+/* The tiles of each weight kind (n columns, 1..MAX_C). */
+typedef void (*tiles_fn)(int n, int64_t nk, const char *w, size_t pf, const char *y, size_t by, float *s, size_t ldc);
+static void f16_tiles(int n, int64_t nk, const char *w, size_t pf, const char *y, size_t by, float *s, size_t ldc)
+{
+    tile_n(W_F16, n, nk, w, pf, y, by, s, ldc);
+}
+static void bf16dp_tiles(int n, int64_t nk, const char *w, size_t pf, const char *y, size_t by, float *s, size_t ldc)
+{
+    tile_n(W_BF16DP, n, nk, w, pf, y, by, s, ldc);
+}
+static void bf16_tiles(int n, int64_t nk, const char *w, size_t pf, const char *y, size_t by, float *s, size_t ldc)
+{
+    tile_n(W_BF16, n, nk, w, pf, y, by, s, ldc);
+}
+static void f32_tiles(int n, int64_t nk, const char *w, size_t pf, const char *y, size_t by, float *s, size_t ldc)
+{
+    tile_n(W_F32, n, nk, w, pf, y, by, s, ldc);
+}
 
 /* The group at x against nc columns in ceil(nc / 6) tiles of near-equal
  * width. Prefetch: one column streams the weights once (token generation):
  * LM_AVX512_GEMM_PREFETCH ahead. With more columns the group is re-read from
  * L1/L2 by each tile, and the first tile prefetches the next group (what
  * mm_gemm hands this thread next). */
-static void gemm_float(const tile_fn *t, int ce, size_t rb, int64_t k, float *s, size_t ldc, const char *x,
-                       const char *y, size_t by, int nc)
+static void gemm_float(tiles_fn t, int ce, size_t rb, int64_t k, float *s, size_t ldc, const char *x, const char *y,
+                       size_t by, int nc)
 {
     const int64_t nk = k / ce;
     const size_t group = LM_REPACK_ROWS * rb * (size_t)nk;
@@ -188,7 +206,7 @@ static void gemm_float(const tile_fn *t, int ce, size_t rb, int64_t k, float *s,
     for (int i = 0, c = 0; i < ntiles; i++) {
         const int n = (nc - c + (ntiles - i) - 1) / (ntiles - i);
         const size_t pf = nc == 1 ? (lm_avx512_prefetch ? LM_AVX512_GEMM_PREFETCH : 0) : i == 0 ? group : 0;
-        t[n](nk, x, pf, y + (size_t)c * by, by, s + (size_t)c * ldc, ldc);
+        t(n, nk, x, pf, y + (size_t)c * by, by, s + (size_t)c * ldc, ldc);
         c += n;
     }
 }
@@ -221,15 +239,46 @@ static inline __attribute__((always_inline)) void gemv_tile(enum wkind kind, con
         store8(s + 8 * r, acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
 }
 
-#define FLOAT_GEMV_BODY(KIND, R)                                                                                  \
-    gemv_tile(KIND, R, c->n, x, c->group_bytes, lm_avx512_prefetch ? LM_AVX512_GEMM_PREFETCH : 0,                \
-              (const float *)c->y, s)
+/* One gemv_x8 run of r groups at group g (gemv_runs.h), 4 groups at most. */
+static inline __attribute__((always_inline)) void float_gemv_step(enum wkind kind, const void *ctx, int64_t g, int r)
+{
+    const struct lm_gemv_args *c = ctx;
+    const char *x = lm_gemv_group(c, g);
+    float *s = lm_gemv_out(c, g);
+    const size_t pf = lm_avx512_prefetch ? LM_AVX512_GEMM_PREFETCH : 0;
+    switch (r) {
+    case 8: gemv_tile(kind, 1, c->n, x, c->group_bytes, pf, (const float *)c->y, s); break; /* never: runs of 4 */
+    case 4: gemv_tile(kind, 4, c->n, x, c->group_bytes, pf, (const float *)c->y, s); break;
+    case 2: gemv_tile(kind, 2, c->n, x, c->group_bytes, pf, (const float *)c->y, s); break;
+    default: gemv_tile(kind, 1, c->n, x, c->group_bytes, pf, (const float *)c->y, s); break;
+    }
+}
+static void f16_gemv_step(const void *c, int64_t g, int r) { float_gemv_step(W_F16, c, g, r); }
+static void bf16dp_gemv_step(const void *c, int64_t g, int r) { float_gemv_step(W_BF16DP, c, g, r); }
+static void bf16_gemv_step(const void *c, int64_t g, int r) { float_gemv_step(W_BF16, c, g, r); }
+static void f32_gemv_step(const void *c, int64_t g, int r) { float_gemv_step(W_F32, c, g, r); }
 
 /* Contract: kernels.h lm_gemv_fn (ysum unused; the gemm_x8 kernels' activation rows below); 4 groups at a time. */
-LM_GEMV_DEFINE(lm_gemv_f16x8_f32_avx512, 4, k / CE_OF(W_F16), FLOAT_GEMV_BODY, W_F16)
-LM_GEMV_DEFINE(lm_gemv_bf16x8_f32_avx512bf16, 4, k / CE_OF(W_BF16DP), FLOAT_GEMV_BODY, W_BF16DP)
-LM_GEMV_DEFINE(lm_gemv_bf16x8_f32_avx512, 4, k / CE_OF(W_BF16), FLOAT_GEMV_BODY, W_BF16)
-LM_GEMV_DEFINE(lm_gemv_f32x8_f32_avx512, 4, k / CE_OF(W_F32), FLOAT_GEMV_BODY, W_F32)
+void lm_gemv_f16x8_f32_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+                              const int16_t *ysum)
+{
+    lm_gemv_call(f16_gemv_step, 4, k / CE_OF(W_F16), n_groups, group_bytes, s, x, y, ysum);
+}
+void lm_gemv_bf16x8_f32_avx512bf16(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x,
+                                   const void *y, const int16_t *ysum)
+{
+    lm_gemv_call(bf16dp_gemv_step, 4, k / CE_OF(W_BF16DP), n_groups, group_bytes, s, x, y, ysum);
+}
+void lm_gemv_bf16x8_f32_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+                               const int16_t *ysum)
+{
+    lm_gemv_call(bf16_gemv_step, 4, k / CE_OF(W_BF16), n_groups, group_bytes, s, x, y, ysum);
+}
+void lm_gemv_f32x8_f32_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+                              const int16_t *ysum)
+{
+    lm_gemv_call(f32_gemv_step, 4, k / CE_OF(W_F32), n_groups, group_bytes, s, x, y, ysum);
+}
 
 /* Contract: kernels.h (y: F32 rows rounded through F16; ysum unused). */
 void lm_gemm_f16x8_f32_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
@@ -300,31 +349,4 @@ void lm_fp32_round_fp16_row_avx512(const float *x, void *vy, int64_t n)
         const __m256i h = _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         _mm512_mask_storeu_ps(y + i, m, _mm512_cvtph_ps(h));
     }
-}
-
-/* Fill the float GEMM slots of an AVX-512-level table. BF16: the dpbf16
- * kernel on AMD CPUs with AVX512_BF16 (Zen 4: vdpbf16ps zmm issues at the
- * vfmadd231ps rate, 3.5 G/s per thread, with twice the MACs; bench_gemm 2048
- * 128 64: 86-90 vs 56-58 GMAC/s), else the shift/FMA kernel: on Sapphire
- * Rapids vdpbf16ps zmm issues at a quarter of the FMA rate (measured 1.77 vs
- * 7.0 G/s per thread), so the dpbf16 kernel is ~45 % slower there (file
- * comment). */
-void lm_cpu_gemm_init_avx512_float(struct lm_cpu_kernels *k)
-{
-    k->type[LM_TYPE_F16].gemm_x8 = lm_gemm_f16x8_f32_avx512;
-    k->type[LM_TYPE_F16].gemv_x8 = lm_gemv_f16x8_f32_avx512;
-    k->type[LM_TYPE_F16].gemm_vt = LM_TYPE_F32;
-    k->type[LM_TYPE_F16].gemm_from_float = lm_fp32_round_fp16_row_avx512;
-    const struct lm_cpu_features *f = lm_cpu_features();
-    if (f->avx512bf16 && f->amd) {
-        k->type[LM_TYPE_BF16].gemm_x8 = lm_gemm_bf16x8_f32_avx512bf16;
-        k->type[LM_TYPE_BF16].gemv_x8 = lm_gemv_bf16x8_f32_avx512bf16;
-        k->type[LM_TYPE_BF16].gemm_vt = LM_TYPE_BF16; /* the pair rows' size: 2 bytes per element */
-        k->type[LM_TYPE_BF16].gemm_from_float = lm_fp32_to_bf16_pairs_row_avx512;
-    } else {
-        k->type[LM_TYPE_BF16].gemm_x8 = lm_gemm_bf16x8_f32_avx512;
-        k->type[LM_TYPE_BF16].gemv_x8 = lm_gemv_bf16x8_f32_avx512;
-    }
-    k->type[LM_TYPE_F32].gemm_x8 = lm_gemm_f32x8_f32_avx512;
-    k->type[LM_TYPE_F32].gemv_x8 = lm_gemv_f32x8_f32_avx512;
 }

@@ -415,58 +415,104 @@ static inline __attribute__((always_inline)) void kq_gemv(enum kt t, const int R
         kq_store(s + 8 * r, &acc[r], 0);
 }
 
-#define KQ_GEMV_BODY(T, R) kq_gemv(T, R, c->n, x, c->group_bytes, c->y, s)
-
-/* Contract: kernels.h lm_gemv_fn (ysum unused); 4 groups at a time. */
-LM_GEMV_DEFINE(lm_gemv_q2_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q2)
-LM_GEMV_DEFINE(lm_gemv_q3_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q3)
-LM_GEMV_DEFINE(lm_gemv_q4_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q4)
-LM_GEMV_DEFINE(lm_gemv_q5_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q5)
-LM_GEMV_DEFINE(lm_gemv_q6_Kx8_q8_K_avx512, 4, k, KQ_GEMV_BODY, KT_Q6)
-
-/* One instance per column count (LM_FEW_INSTANCES: kernels.h). */
-#ifdef LM_FEW_INSTANCES
-#define KQ_GEMM(NAME, T)                                                                                          \
-    void NAME(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by, const int16_t *ysum,    \
-              int nc)                                                                                             \
-    {                                                                                                             \
-        (void)ysum;                                                                                               \
-        kq_gemm(T, k, s, ldc, x, y, by, nc);                                                                      \
+/* One gemv_x8 run of r groups at group g (gemv_runs.h), 4 groups at most. */
+static inline __attribute__((always_inline)) void kq_gemv_step(enum kt t, const void *ctx, int64_t g, int r)
+{
+    const struct lm_gemv_args *c = ctx;
+    const char *x = lm_gemv_group(c, g);
+    float *s = lm_gemv_out(c, g);
+    switch (r) {
+    case 8: kq_gemv(t, 1, c->n, x, c->group_bytes, c->y, s); break; /* never: runs of 4 */
+    case 4: kq_gemv(t, 4, c->n, x, c->group_bytes, c->y, s); break;
+    case 2: kq_gemv(t, 2, c->n, x, c->group_bytes, c->y, s); break;
+    default: kq_gemv(t, 1, c->n, x, c->group_bytes, c->y, s); break;
     }
+}
+static void q2k_gemv_step(const void *c, int64_t g, int r) { kq_gemv_step(KT_Q2, c, g, r); }
+static void q3k_gemv_step(const void *c, int64_t g, int r) { kq_gemv_step(KT_Q3, c, g, r); }
+static void q4k_gemv_step(const void *c, int64_t g, int r) { kq_gemv_step(KT_Q4, c, g, r); }
+static void q5k_gemv_step(const void *c, int64_t g, int r) { kq_gemv_step(KT_Q5, c, g, r); }
+static void q6k_gemv_step(const void *c, int64_t g, int r) { kq_gemv_step(KT_Q6, c, g, r); }
+
+/* Contracts: kernels.h lm_gemv_fn (ysum unused); 4 groups at a time. */
+void lm_gemv_q2_Kx8_q8_K_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+                                const int16_t *ysum)
+{
+    lm_gemv_call(q2k_gemv_step, 4, k, n_groups, group_bytes, s, x, y, ysum);
+}
+void lm_gemv_q3_Kx8_q8_K_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+                                const int16_t *ysum)
+{
+    lm_gemv_call(q3k_gemv_step, 4, k, n_groups, group_bytes, s, x, y, ysum);
+}
+void lm_gemv_q4_Kx8_q8_K_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+                                const int16_t *ysum)
+{
+    lm_gemv_call(q4k_gemv_step, 4, k, n_groups, group_bytes, s, x, y, ysum);
+}
+void lm_gemv_q5_Kx8_q8_K_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+                                const int16_t *ysum)
+{
+    lm_gemv_call(q5k_gemv_step, 4, k, n_groups, group_bytes, s, x, y, ysum);
+}
+void lm_gemv_q6_Kx8_q8_K_avx512(int64_t k, int64_t n_groups, size_t group_bytes, float *s, const void *x, const void *y,
+                                const int16_t *ysum)
+{
+    lm_gemv_call(q6k_gemv_step, 4, k, n_groups, group_bytes, s, x, y, ysum);
+}
+
+/* The GEMM of type t: one kq_gemm instance per column count
+ * (LM_FEW_INSTANCES, kernels.h: one taking nc at run time). */
+static inline __attribute__((always_inline)) void kq_gemm_nc(enum kt t, int64_t k, float *s, size_t ldc, const void *x,
+                                                             const void *y, size_t by, int nc)
+{
+#ifdef LM_FEW_INSTANCES
+    kq_gemm(t, k, s, ldc, x, y, by, nc);
 #else
-#define KQ_GEMM(NAME, T)                                                                                          \
-    void NAME(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by, const int16_t *ysum,    \
-              int nc)                                                                                             \
-    {                                                                                                             \
-        (void)ysum;                                                                                               \
-        switch (nc) {                                                                                             \
-        case 16: kq_gemm(T, k, s, ldc, x, y, by, 16); break;                                                      \
-        case 15: kq_gemm(T, k, s, ldc, x, y, by, 15); break;                                                      \
-        case 14: kq_gemm(T, k, s, ldc, x, y, by, 14); break;                                                      \
-        case 13: kq_gemm(T, k, s, ldc, x, y, by, 13); break;                                                      \
-        case 12: kq_gemm(T, k, s, ldc, x, y, by, 12); break;                                                      \
-        case 11: kq_gemm(T, k, s, ldc, x, y, by, 11); break;                                                      \
-        case 10: kq_gemm(T, k, s, ldc, x, y, by, 10); break;                                                      \
-        case 9: kq_gemm(T, k, s, ldc, x, y, by, 9); break;                                                        \
-        case 8: kq_gemm(T, k, s, ldc, x, y, by, 8); break;                                                        \
-        case 7: kq_gemm(T, k, s, ldc, x, y, by, 7); break;                                                        \
-        case 6: kq_gemm(T, k, s, ldc, x, y, by, 6); break;                                                        \
-        case 5: kq_gemm(T, k, s, ldc, x, y, by, 5); break;                                                        \
-        case 4: kq_gemm(T, k, s, ldc, x, y, by, 4); break;                                                        \
-        case 3: kq_gemm(T, k, s, ldc, x, y, by, 3); break;                                                        \
-        case 2: kq_gemm(T, k, s, ldc, x, y, by, 2); break;                                                        \
-        default: kq_gemm(T, k, s, ldc, x, y, by, 1); break;                                                       \
-        }                                                                                                         \
+    switch (nc) {
+    case 16: kq_gemm(t, k, s, ldc, x, y, by, 16); break;
+    case 15: kq_gemm(t, k, s, ldc, x, y, by, 15); break;
+    case 14: kq_gemm(t, k, s, ldc, x, y, by, 14); break;
+    case 13: kq_gemm(t, k, s, ldc, x, y, by, 13); break;
+    case 12: kq_gemm(t, k, s, ldc, x, y, by, 12); break;
+    case 11: kq_gemm(t, k, s, ldc, x, y, by, 11); break;
+    case 10: kq_gemm(t, k, s, ldc, x, y, by, 10); break;
+    case 9: kq_gemm(t, k, s, ldc, x, y, by, 9); break;
+    case 8: kq_gemm(t, k, s, ldc, x, y, by, 8); break;
+    case 7: kq_gemm(t, k, s, ldc, x, y, by, 7); break;
+    case 6: kq_gemm(t, k, s, ldc, x, y, by, 6); break;
+    case 5: kq_gemm(t, k, s, ldc, x, y, by, 5); break;
+    case 4: kq_gemm(t, k, s, ldc, x, y, by, 4); break;
+    case 3: kq_gemm(t, k, s, ldc, x, y, by, 3); break;
+    case 2: kq_gemm(t, k, s, ldc, x, y, by, 2); break;
+    default: kq_gemm(t, k, s, ldc, x, y, by, 1); break;
     }
 #endif
+}
 
-/* Contract: kernels.h (ysum unused). */
-KQ_GEMM(lm_gemm_q2_Kx8_q8_K_avx512, KT_Q2)
-/* Contract: kernels.h (ysum unused). */
-KQ_GEMM(lm_gemm_q3_Kx8_q8_K_avx512, KT_Q3)
-/* Contract: kernels.h (ysum unused). */
-KQ_GEMM(lm_gemm_q4_Kx8_q8_K_avx512, KT_Q4)
-/* Contract: kernels.h (ysum unused). */
-KQ_GEMM(lm_gemm_q5_Kx8_q8_K_avx512, KT_Q5)
-/* Contract: kernels.h (ysum unused). */
-KQ_GEMM(lm_gemm_q6_Kx8_q8_K_avx512, KT_Q6)
+/* Contracts: kernels.h (ysum unused). */
+void lm_gemm_q2_Kx8_q8_K_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                                const int16_t *ysum, int nc)
+{
+    kq_gemm_nc(KT_Q2, k, s, ldc, x, y, by, nc);
+}
+void lm_gemm_q3_Kx8_q8_K_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                                const int16_t *ysum, int nc)
+{
+    kq_gemm_nc(KT_Q3, k, s, ldc, x, y, by, nc);
+}
+void lm_gemm_q4_Kx8_q8_K_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                                const int16_t *ysum, int nc)
+{
+    kq_gemm_nc(KT_Q4, k, s, ldc, x, y, by, nc);
+}
+void lm_gemm_q5_Kx8_q8_K_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                                const int16_t *ysum, int nc)
+{
+    kq_gemm_nc(KT_Q5, k, s, ldc, x, y, by, nc);
+}
+void lm_gemm_q6_Kx8_q8_K_avx512(int64_t k, float *s, size_t ldc, const void *x, const void *y, size_t by,
+                                const int16_t *ysum, int nc)
+{
+    kq_gemm_nc(KT_Q6, k, s, ldc, x, y, by, nc);
+}

@@ -1,9 +1,12 @@
-/* init_avx512.c - fills the AVX-512 slots of a kernel table (called by
- * kernels.c only when cpuid reports AVX-512 F/BW/VL/DQ and VNNI with OS
- * support for the ZMM and opmask state). The table starts as a copy of the
- * AVX2 table: slots not set here keep their AVX2 kernels (the activation
- * encoders among them: ggml's x86 Q8_0/Q8_1 arithmetic). Kernels that need
- * AVX512_BF16 (vdpbf16ps) are installed only when cpuid reports it. */
+/* init_avx512.c - the AVX-512 slots of a kernel table (applied by kernels.c
+ * only when cpuid reports AVX-512 F/BW/VL/DQ and VNNI with OS support for the
+ * ZMM and opmask state): const override tables over a copy of the AVX2
+ * table (lm_cpu_kernels_apply, kernels.h); slots left NULL keep their AVX2
+ * kernels (the activation encoders among them: ggml's x86 Q8_0/Q8_1
+ * arithmetic). The choices made at run time are explicit in
+ * lm_cpu_kernels_init_avx512: kernels that need AVX512_BF16 (vdpbf16ps) only
+ * when cpuid reports it, the IQ2 kernels off AMD, the BF16 GEMM per CPU, the
+ * one-column kernels per CPU, and software prefetch. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,92 +48,156 @@ static void one_column_choices(struct lm_cpu_kernels *k, const struct lm_cpu_fea
         k->type[t].gemv_x8 = NULL;
 }
 
-/* Overrides the AVX-512 slots of k (a copy of the AVX2 table). */
+/* Every AVX-512 CPU. vec_dot of every weight type but F32 (VNNI integer
+ * parts); F32 keeps the AVX2 dot: with lm_vec_dot_f32_avx512 a
+ * multi-sequence batch of stories260K (F32 weights) differs from decoding the
+ * tokens one at a time by 6.3e-4 (api/test_batching; the generic table shows
+ * the same difference, the AVX2 table none). Not yet explained; see
+ * docs/kernels.md. Row decoders: bit-exact (dequantizing matmul paths,
+ * GET_ROWS). GEMM: the integer layouts (gemm_avx512.c,
+ * gemm_kquant_avx512.c; the tables of some CPUs leave gemv_x8 out:
+ * one_column_choices) and the F16 / F32 float layouts (gemm_float_avx512.c).
+ * Prompt batches of Q4_0/Q8_0: 16-row VNNI tiles, gemm_x8's bits
+ * (gemm_panel_avx512.c; the AMX level replaces them for N >= 64). Q4_K
+ * batches of 16+ columns: the same tiles over the gemm path's Q8_K rows
+ * (Zen 5, bench_gemm 2048 256 N, GMAC/s gemm_x8 / panel, same runs: N = 512
+ * 223 / 236-251, 16 245 / 256, 8 260 / 250-257, 2 182-202 / 154-159:
+ * gemm_x8's 16-column groups unpack once for all columns); its
+ * panel_from_float is set at init (the gemm path's encoder). */
+static const struct lm_cpu_kernels avx512_over = {
+    .exp_sum = lm_exp_sum_avx512,
+    .scale_max = lm_scale_max_avx512,
+    .gelu = lm_gelu_avx512,
+    .silu = lm_silu_avx512,
+    .type = {
+        [LM_TYPE_F32] = {.gemm_x8 = lm_gemm_f32x8_f32_avx512,
+                         .gemm_vt = LM_TYPE_F32,
+                         .gemv_x8 = lm_gemv_f32x8_f32_avx512},
+        [LM_TYPE_F16] = {.vec_dot = lm_vec_dot_f16_avx512,
+                         .vec_dot_rows = lm_vec_dot_rows_f16_avx512,
+                         .vec_dot_tile = lm_vec_dot_tile_f16_avx512,
+                         .vec_dot_kt = lm_vec_dot_kt_f16_avx512,
+                         .vec_dot_kt_pack = lm_kt_pack_f16,
+                         .gemm_x8 = lm_gemm_f16x8_f32_avx512,
+                         .gemm_vt = LM_TYPE_F32,
+                         .gemm_from_float = lm_fp32_round_fp16_row_avx512,
+                         .gemv_x8 = lm_gemv_f16x8_f32_avx512},
+        [LM_TYPE_Q4_0] = {.vec_dot = lm_vec_dot_q4_0_q8_0_avx512,
+                          .to_float = lm_dequantize_row_q4_0_avx512,
+                          .gemm_x8 = lm_gemm_q4_0x8_q8_0_avx512,
+                          .gemm_vt = LM_TYPE_Q8_0,
+                          .gemm_sums = true,
+                          .gemv_x8 = lm_gemv_q4_0x8_q8_0_avx512,
+                          .gemm_panel = lm_gemm_panel_q4_0x8_avx512,
+                          .panel_row_size = lm_panel_row_size_q8_avx512,
+                          .panel_exact = true,
+                          .panel_from_float = lm_panel_from_float_q4_0_avx512,
+                          .panel_scratch = lm_gemm_panel_scratch_q8_avx512,
+                          .panel_min_n = 2},
+        [LM_TYPE_Q4_1] = {.vec_dot = lm_vec_dot_q4_1_q8_1_avx512, .to_float = lm_dequantize_row_q4_1_avx512},
+        [LM_TYPE_Q5_0] = {.vec_dot = lm_vec_dot_q5_0_q8_0_avx512, .to_float = lm_dequantize_row_q5_0_avx512},
+        [LM_TYPE_Q5_1] = {.vec_dot = lm_vec_dot_q5_1_q8_1_avx512, .to_float = lm_dequantize_row_q5_1_avx512},
+        [LM_TYPE_Q8_0] = {.vec_dot = lm_vec_dot_q8_0_q8_0_avx512,
+                          .vec_dot_rows = lm_vec_dot_rows_q8_0_avx512, /* a Q8_0 K cache's scores */
+                          .vec_dot_tile = lm_vec_dot_tile_q8_0_avx512, /* the same, several queries at once */
+                          .vec_dot_kt = lm_vec_dot_kt_q8_0_avx512,     /* and from a transposed K (prompts) */
+                          .vec_dot_kt_pack = lm_kt_pack_q8_0,
+                          .vec_mad_rows = lm_vec_mad_rows_q8_0_avx512, /* a Q8_0 V cache's P.V */
+                          .to_float = lm_dequantize_row_q8_0_avx512,
+                          .gemm_x8 = lm_gemm_q8_0x8_q8_0_avx512,
+                          .gemm_vt = LM_TYPE_Q8_0,
+                          .gemm_sums = true,
+                          .gemv_x8 = lm_gemv_q8_0x8_q8_0_avx512,
+                          .gemm_panel = lm_gemm_panel_q8_0x8_avx512,
+                          .panel_row_size = lm_panel_row_size_q8_avx512,
+                          .panel_exact = true,
+                          .panel_from_float = lm_panel_from_float_q8_0_avx512,
+                          .panel_scratch = lm_gemm_panel_scratch_q8_avx512,
+                          .panel_min_n = 2},
+        [LM_TYPE_Q2_K] = {.vec_dot = lm_vec_dot_q2_K_q8_K_avx512,
+                          .to_float = lm_dequantize_row_q2_K_avx512,
+                          .gemm_x8 = lm_gemm_q2_Kx8_q8_K_avx512,
+                          .gemm_vt = LM_TYPE_Q8_K,
+                          .gemv_x8 = lm_gemv_q2_Kx8_q8_K_avx512},
+        [LM_TYPE_Q3_K] = {.vec_dot = lm_vec_dot_q3_K_q8_K_avx512,
+                          .to_float = lm_dequantize_row_q3_K_avx512,
+                          .gemm_x8 = lm_gemm_q3_Kx8_q8_K_avx512,
+                          .gemm_vt = LM_TYPE_Q8_K,
+                          .gemv_x8 = lm_gemv_q3_Kx8_q8_K_avx512},
+        [LM_TYPE_Q4_K] = {.vec_dot = lm_vec_dot_q4_K_q8_K_avx512,
+                          .to_float = lm_dequantize_row_q4_K_avx512,
+                          .gemm_x8 = lm_gemm_q4_Kx8_q8_K_avx512,
+                          .gemm_vt = LM_TYPE_Q8_K,
+                          .gemv_x8 = lm_gemv_q4_Kx8_q8_K_avx512,
+                          .gemm_panel = lm_gemm_panel_q4_Kx8_avx512,
+                          .panel_row_size = lm_panel_row_size_q8_K_avx512,
+                          .panel_exact = true,
+                          .panel_scratch = lm_gemm_panel_scratch_q8_avx512,
+                          .panel_min_n = 16},
+        [LM_TYPE_Q5_K] = {.vec_dot = lm_vec_dot_q5_K_q8_K_avx512,
+                          .to_float = lm_dequantize_row_q5_K_avx512,
+                          .gemm_x8 = lm_gemm_q5_Kx8_q8_K_avx512,
+                          .gemm_vt = LM_TYPE_Q8_K,
+                          .gemv_x8 = lm_gemv_q5_Kx8_q8_K_avx512},
+        [LM_TYPE_Q6_K] = {.vec_dot = lm_vec_dot_q6_K_q8_K_avx512,
+                          .to_float = lm_dequantize_row_q6_K_avx512,
+                          .gemm_x8 = lm_gemm_q6_Kx8_q8_K_avx512,
+                          .gemm_vt = LM_TYPE_Q8_K,
+                          .gemv_x8 = lm_gemv_q6_Kx8_q8_K_avx512},
+    }};
+
+/* CPUs with AVX512_BF16: the vdpbf16ps dots; else the AVX2 shift/FMA kernel stays. */
+static const struct lm_cpu_kernels avx512_bf16_dot_over = {
+    .type = {[LM_TYPE_BF16] = {.vec_dot = lm_vec_dot_bf16_avx512, .vec_dot_rows = lm_vec_dot_rows_bf16_avx512}},
+};
+
+/* IQ2: the lattice look-ups bound these kernels; on AMD (Zen 4 runs zmm as
+ * two halves, gathers are slow) the AVX2 ones stay: bench_kernels
+ * 2026-12-05, GF/s hot, AVX2 / AVX-512: IQ2_XS 17.5 / 14.2, IQ2_XXS 25.6 /
+ * 22.6 (same bits either way; tests/cpu/test_kernels_isa.c checks both). */
+static const struct lm_cpu_kernels avx512_iq2_over = {
+    .type = {
+        [LM_TYPE_IQ2_XXS] = {.vec_dot = lm_vec_dot_iq2_xxs_q8_K_avx512,
+                             .vec_dot_cols = lm_vec_dot_cols_iq2_xxs_q8_K_avx512},
+        [LM_TYPE_IQ2_XS] = {.vec_dot = lm_vec_dot_iq2_xs_q8_K_avx512,
+                            .vec_dot_cols = lm_vec_dot_cols_iq2_xs_q8_K_avx512},
+    }};
+
+/* The BF16 GEMM: the dpbf16 kernel on AMD CPUs with AVX512_BF16 (Zen 4:
+ * vdpbf16ps zmm issues at the vfmadd231ps rate, 3.5 G/s per thread, with
+ * twice the MACs; bench_gemm 2048 128 64: 86-90 vs 56-58 GMAC/s), else the
+ * shift/FMA kernel: on Sapphire Rapids vdpbf16ps zmm issues at a quarter of
+ * the FMA rate (measured 1.77 vs 7.0 G/s per thread), so the dpbf16 kernel
+ * is ~45 % slower there (gemm_float_avx512.c). The dpbf16 kernel reads pair
+ * rows (gemm_vt BF16: 2 bytes per element); the FMA one F32 rows rounded
+ * through BF16 by the AVX2 encoder. */
+static const struct lm_cpu_kernels avx512_bf16_gemm_dp_over = {
+    .type = {[LM_TYPE_BF16] = {.gemm_x8 = lm_gemm_bf16x8_f32_avx512bf16,
+                               .gemm_vt = LM_TYPE_BF16,
+                               .gemm_from_float = lm_fp32_to_bf16_pairs_row_avx512,
+                               .gemv_x8 = lm_gemv_bf16x8_f32_avx512bf16}},
+};
+static const struct lm_cpu_kernels avx512_bf16_gemm_fma_over = {
+    .type = {[LM_TYPE_BF16] = {.gemm_x8 = lm_gemm_bf16x8_f32_avx512,
+                               .gemm_vt = LM_TYPE_F32,
+                               .gemm_from_float = lm_fp32_round_bf16_row_avx2,
+                               .gemv_x8 = lm_gemv_bf16x8_f32_avx512}},
+};
+
+/* Overrides the AVX-512 slots of k (a copy of the AVX2 table, k->isa set). */
 void lm_cpu_kernels_init_avx512(struct lm_cpu_kernels *k)
 {
     const int pf = lm_env_flag(LM_ENV_PREFETCH); /* 0, 1 or LM_ENV_AUTO; once per process (tables built once) */
     const struct lm_cpu_features *cf = lm_cpu_features();
     const bool zen34 = cf->amd && cf->family == 25; /* measured faster without: avx512_util.h */
     lm_avx512_prefetch = pf != LM_ENV_AUTO ? pf == 1 : !zen34;
-    /* vec_dot of every weight type but F32 (VNNI integer parts); F16/BF16 rows */
-    /* F32 keeps the AVX2 dot: with lm_vec_dot_f32_avx512 a multi-sequence batch
-     * of stories260K (F32 weights) differs from decoding the tokens one at a
-     * time by 6.3e-4 (api/test_batching; the generic table shows the same
-     * difference, the AVX2 table none). Not yet explained; see docs/kernels.md. */
-    lm_cpu_set_dot(k, LM_TYPE_F16, lm_vec_dot_f16_avx512);
-    k->type[LM_TYPE_F16].vec_dot_rows = lm_vec_dot_rows_f16_avx512;
-    k->type[LM_TYPE_F16].vec_dot_tile = lm_vec_dot_tile_f16_avx512;
-    k->type[LM_TYPE_F16].vec_dot_kt = lm_vec_dot_kt_f16_avx512;
-    k->type[LM_TYPE_F16].vec_dot_kt_pack = lm_kt_pack_f16;
-    if (lm_cpu_features()->avx512bf16) { /* vdpbf16ps; else the AVX2 shift/FMA kernel stays */
-        lm_cpu_set_dot(k, LM_TYPE_BF16, lm_vec_dot_bf16_avx512);
-        k->type[LM_TYPE_BF16].vec_dot_rows = lm_vec_dot_rows_bf16_avx512;
-    }
-    lm_cpu_set_dot(k, LM_TYPE_Q4_0, lm_vec_dot_q4_0_q8_0_avx512);
-    lm_cpu_set_dot(k, LM_TYPE_Q4_1, lm_vec_dot_q4_1_q8_1_avx512);
-    lm_cpu_set_dot(k, LM_TYPE_Q5_0, lm_vec_dot_q5_0_q8_0_avx512);
-    lm_cpu_set_dot(k, LM_TYPE_Q5_1, lm_vec_dot_q5_1_q8_1_avx512);
-    lm_cpu_set_dot(k, LM_TYPE_Q8_0, lm_vec_dot_q8_0_q8_0_avx512);
-    k->type[LM_TYPE_Q8_0].vec_dot_rows = lm_vec_dot_rows_q8_0_avx512; /* a Q8_0 K cache's scores */
-    k->type[LM_TYPE_Q8_0].vec_dot_tile = lm_vec_dot_tile_q8_0_avx512; /* the same, several queries at once */
-    k->type[LM_TYPE_Q8_0].vec_dot_kt = lm_vec_dot_kt_q8_0_avx512;     /* and from a transposed K (prompts) */
-    k->type[LM_TYPE_Q8_0].vec_dot_kt_pack = lm_kt_pack_q8_0;
-    k->type[LM_TYPE_Q8_0].vec_mad_rows = lm_vec_mad_rows_q8_0_avx512; /* a Q8_0 V cache's P.V */
-    lm_cpu_set_dot(k, LM_TYPE_Q2_K, lm_vec_dot_q2_K_q8_K_avx512);
-    lm_cpu_set_dot(k, LM_TYPE_Q3_K, lm_vec_dot_q3_K_q8_K_avx512);
-    lm_cpu_set_dot(k, LM_TYPE_Q4_K, lm_vec_dot_q4_K_q8_K_avx512);
-    lm_cpu_set_dot(k, LM_TYPE_Q5_K, lm_vec_dot_q5_K_q8_K_avx512);
-    lm_cpu_set_dot(k, LM_TYPE_Q6_K, lm_vec_dot_q6_K_q8_K_avx512);
-    /* IQ2: the lattice look-ups bound these kernels; on AMD (Zen 4 runs zmm as
-     * two halves, gathers are slow) the AVX2 ones stay: bench_kernels
-     * 2026-12-05, GF/s hot, AVX2 / AVX-512: IQ2_XS 17.5 / 14.2, IQ2_XXS 25.6 /
-     * 22.6 (same bits either way; tests/cpu/test_kernels_isa.c checks both). */
-    if (!lm_cpu_features()->amd) {
-        lm_cpu_set_dot(k, LM_TYPE_IQ2_XXS, lm_vec_dot_iq2_xxs_q8_K_avx512);
-        k->type[LM_TYPE_IQ2_XXS].vec_dot_cols = lm_vec_dot_cols_iq2_xxs_q8_K_avx512;
-        lm_cpu_set_dot(k, LM_TYPE_IQ2_XS, lm_vec_dot_iq2_xs_q8_K_avx512);
-        k->type[LM_TYPE_IQ2_XS].vec_dot_cols = lm_vec_dot_cols_iq2_xs_q8_K_avx512;
-    }
-    k->exp_sum = lm_exp_sum_avx512;
-    k->exp_sum_isa = k->isa;
-    k->scale_max = lm_scale_max_avx512;
-    k->gelu = lm_gelu_avx512;
-    k->gelu_isa = k->isa;
-    k->silu = lm_silu_avx512;
-    /* row decoders (bit-exact; dequantizing matmul paths, GET_ROWS) */
-    lm_cpu_set_to(k, LM_TYPE_Q4_0, lm_dequantize_row_q4_0_avx512);
-    lm_cpu_set_to(k, LM_TYPE_Q4_1, lm_dequantize_row_q4_1_avx512);
-    lm_cpu_set_to(k, LM_TYPE_Q5_0, lm_dequantize_row_q5_0_avx512);
-    lm_cpu_set_to(k, LM_TYPE_Q5_1, lm_dequantize_row_q5_1_avx512);
-    lm_cpu_set_to(k, LM_TYPE_Q8_0, lm_dequantize_row_q8_0_avx512);
-    lm_cpu_set_to(k, LM_TYPE_Q2_K, lm_dequantize_row_q2_K_avx512);
-    lm_cpu_set_to(k, LM_TYPE_Q3_K, lm_dequantize_row_q3_K_avx512);
-    lm_cpu_set_to(k, LM_TYPE_Q4_K, lm_dequantize_row_q4_K_avx512);
-    lm_cpu_set_to(k, LM_TYPE_Q5_K, lm_dequantize_row_q5_K_avx512);
-    lm_cpu_set_to(k, LM_TYPE_Q6_K, lm_dequantize_row_q6_K_avx512);
-    lm_cpu_gemm_init_avx512_int8(k);
-    /* prompt batches of Q4_0/Q8_0: 16-row VNNI tiles, gemm_x8's bits
-     * (gemm_panel_avx512.c; the AMX level replaces them for N >= 64) */
-    struct lm_cpu_type_kernels *q40 = &k->type[LM_TYPE_Q4_0], *q80 = &k->type[LM_TYPE_Q8_0];
-    q40->gemm_panel = lm_gemm_panel_q4_0x8_avx512;
-    q40->panel_from_float = lm_panel_from_float_q4_0_avx512;
-    q80->gemm_panel = lm_gemm_panel_q8_0x8_avx512;
-    q80->panel_from_float = lm_panel_from_float_q8_0_avx512;
-    q40->panel_row_size = q80->panel_row_size = lm_panel_row_size_q8_avx512;
-    q40->panel_scratch = q80->panel_scratch = lm_gemm_panel_scratch_q8_avx512;
-    q40->panel_min_n = q80->panel_min_n = 2;
-    q40->panel_exact = q80->panel_exact = true;
-    /* Q4_K batches of 16+ columns: the same tiles over the gemm path's Q8_K
-     * rows (Zen 5, bench_gemm 2048 256 N, GMAC/s gemm_x8 / panel, same runs:
-     * N = 512 223 / 236-251, 16 245 / 256, 8 260 / 250-257, 2 182-202 /
-     * 154-159: gemm_x8's 16-column groups unpack once for all columns) */
+    lm_cpu_kernels_apply(k, &avx512_over);
+    if (cf->avx512bf16)
+        lm_cpu_kernels_apply(k, &avx512_bf16_dot_over);
+    if (!cf->amd)
+        lm_cpu_kernels_apply(k, &avx512_iq2_over);
+    lm_cpu_kernels_apply(k, cf->avx512bf16 && cf->amd ? &avx512_bf16_gemm_dp_over : &avx512_bf16_gemm_fma_over);
     struct lm_cpu_type_kernels *q4k = &k->type[LM_TYPE_Q4_K];
-    q4k->gemm_panel = lm_gemm_panel_q4_Kx8_avx512;
     q4k->panel_from_float = q4k->gemm_from_float ? q4k->gemm_from_float : k->type[q4k->gemm_vt].from_float;
-    q4k->panel_row_size = lm_panel_row_size_q8_K_avx512;
-    q4k->panel_scratch = lm_gemm_panel_scratch_q8_avx512;
-    q4k->panel_min_n = 16;
-    q4k->panel_exact = true;
-    lm_cpu_gemm_init_avx512_float(k);
     one_column_choices(k, cf);
 }
