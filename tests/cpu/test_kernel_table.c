@@ -39,11 +39,10 @@ static void gemv_a(int64_t k, int64_t n_groups, size_t group_bytes, float *s, co
 {
     (void)k, (void)n_groups, (void)group_bytes, (void)s, (void)x, (void)y, (void)ysum;
 }
-static void panel_a(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc, const void *x,
-                    const void *y, size_t by, int64_t n, void *scratch)
+static void panel_a(int64_t k, int64_t n_groups, size_t group_bytes, float *s, size_t ldc, const void *x, const void *y,
+                    size_t by, int64_t n, void *scratch)
 {
-    (void)k, (void)n_groups, (void)group_bytes, (void)s, (void)ldc, (void)x, (void)y, (void)by, (void)n,
-        (void)scratch;
+    (void)k, (void)n_groups, (void)group_bytes, (void)s, (void)ldc, (void)x, (void)y, (void)by, (void)n, (void)scratch;
 }
 static size_t size_a(int64_t k) { return (size_t)k; }
 static double exp_a(int64_t n, float *y, const float *x, float max) { return (void)n, (void)y, (void)x, max; }
@@ -57,10 +56,17 @@ static void lower_table(struct lm_cpu_kernels *k)
     k->exp_sum = exp_a;
     k->gelu = gelu_a;
     struct lm_cpu_type_kernels *t = &k->type[LM_TYPE_Q8_0];
-    *t = (struct lm_cpu_type_kernels){.vec_dot_type = LM_TYPE_Q8_0, .vec_dot = dot_a, .vec_dot_rows = rows_a,
-                                      .vec_dot_cols = cols_a, .from_float = from_a, .to_float = to_a,
-                                      .gemm_x8 = gemm_a, .gemm_vt = LM_TYPE_Q8_0, .gemm_from_float = from_a,
-                                      .gemm_sums = true, .gemv_x8 = gemv_a};
+    *t = (struct lm_cpu_type_kernels){.vec_dot_type = LM_TYPE_Q8_0,
+                                      .vec_dot = dot_a,
+                                      .vec_dot_rows = rows_a,
+                                      .vec_dot_cols = cols_a,
+                                      .from_float = from_a,
+                                      .to_float = to_a,
+                                      .gemm_x8 = gemm_a,
+                                      .gemm_vt = LM_TYPE_Q8_0,
+                                      .gemm_from_float = from_a,
+                                      .gemm_sums = true,
+                                      .gemv_x8 = gemv_a};
     k->type[LM_TYPE_Q4_0] = *t;
     k->vec_dot_isa[LM_TYPE_Q8_0] = k->vec_dot_isa[LM_TYPE_Q4_0] = LM_ISA_AVX2;
 }
