@@ -41,7 +41,7 @@ struct lm_cpu_exec *lm_cpu_exec_new(int n_threads)
     return ex;
 }
 
-/* Joins the pool and frees the work buffer; NULL: nothing. */
+/* Joins the pool (after a fork, the parent's pool: only freed) and frees the work buffer; NULL: nothing. */
 void lm_cpu_exec_free(struct lm_cpu_exec *ex)
 {
     if (!ex)
@@ -197,6 +197,10 @@ lm_status lm_cpu_exec_graph(struct lm_cpu_exec *ex, struct lm_graph *g)
         return st;
     if ((st = ensure_work(ex, need)))
         return st;
+    if (ex->tp && lm_tp_orphaned(ex->tp)) { /* made before a fork: its threads are the parent's */
+        lm_tp_free(ex->tp);
+        ex->tp = NULL;
+    }
     if (nth > 1 && !ex->tp && (st = lm_tp_new(nth, &ex->tp)))
         return st;
     struct exec_job job = {g, ex->work, ex->work_cap, ex->tp, kern, lm_profile_on()};

@@ -1,9 +1,11 @@
 /* exec.h - the CPU graph executor (internal to cpu/).
  *
  * One executor per backend: it owns the thread pool (made on first use, remade
- * when the thread count changes) and the work buffer (grown when a graph needs
- * more, never shrunk, so repeated graphs allocate nothing). Not thread-safe:
- * one graph at a time, from one calling thread (which becomes thread 0).
+ * when the thread count changes, and in a child process after fork(): the
+ * parent's pool is then freed without joining, threadpool.h) and the work
+ * buffer (grown when a graph needs more, never shrunk, so repeated graphs
+ * allocate nothing). Not thread-safe: one graph at a time, from one calling
+ * thread (which becomes thread 0).
  */
 #ifndef LM_CPU_EXEC_H
 #define LM_CPU_EXEC_H

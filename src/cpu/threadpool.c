@@ -19,6 +19,17 @@
  * signalling, when the phase that ends used them (one flag read otherwise):
  * every thread's claims happen before its arrival (acq_rel), the zeroing
  * before the signal, so the next phase starts from zero on every thread.
+ *
+ * fork(): the child has only the forking thread, none of the workers. A
+ * pthread_atfork child handler (registered with the first pool) bumps a
+ * process-wide fork generation; a pool remembers the generation it was made
+ * in, and one from an older generation is an orphan: its workers do not
+ * exist here and its mutexes and condition variables may have been in any
+ * state at the fork (a worker asleep in pthread_cond_wait, one holding a
+ * mutex). Nothing touches them again: the orphan is never run, and
+ * lm_tp_free only frees its heap memory (no join: glibc reclaims the missing
+ * threads' stacks in the child; no destroy: destroying a condition variable
+ * with waiters that will never leave blocks forever).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -64,6 +75,8 @@ struct lm_tp {
     int spin_barrier, spin_job; /* 0 when oversubscribed */
     struct worker *workers; /* [n-1]: threads 1..n-1 */
     int n_started;
+    /* g_fork_gen when made: another value means made before a fork (an orphan) */
+    unsigned fork_gen;
 
     /* the current job: written by thread 0 before signalling `job` */
     lm_tp_fn fn;
@@ -79,6 +92,16 @@ struct lm_tp {
 
     atomic_long sleeps;
 };
+
+/* Forks this process descends through since the first pool was made (the
+ * child handler runs in the child only, while it has one thread). */
+static atomic_uint g_fork_gen;
+static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
+static bool g_atfork_ok;
+
+static void on_fork_child(void) { atomic_fetch_add_explicit(&g_fork_gen, 1, memory_order_relaxed); }
+
+static void register_atfork(void) { g_atfork_ok = pthread_atfork(NULL, NULL, on_fork_child) == 0; }
 
 static int event_init(struct event *e)
 {
@@ -192,10 +215,14 @@ lm_status lm_tp_new(int n, struct lm_tp **out)
 {
     if (n < 1 || !out)
         return LM_ERR_INVALID_ARG;
+    pthread_once(&g_atfork_once, register_atfork);
+    if (!g_atfork_ok) /* pthread_atfork fails only for want of memory */
+        return LM_ERR_NOMEM;
     struct lm_tp *tp = calloc(1, sizeof *tp);
     if (!tp)
         return LM_ERR_NOMEM;
     tp->n = n;
+    tp->fork_gen = atomic_load_explicit(&g_fork_gen, memory_order_relaxed);
     const bool own_cores = n <= lm_cpu_n_cores();
     tp->spin_barrier = own_cores ? SPIN_BARRIER : 0;
     tp->spin_job = own_cores ? SPIN_JOB : 0;
@@ -239,15 +266,24 @@ out_free_tp:
     return LM_ERR_NOMEM;
 }
 
-/* Stops and joins the workers, frees the pool; NULL: nothing. */
+/* Whether tp was made before a fork this process went through. See threadpool.h. */
+bool lm_tp_orphaned(const struct lm_tp *tp)
+{
+    return tp->fork_gen != atomic_load_explicit(&g_fork_gen, memory_order_relaxed);
+}
+
+/* Stops and joins the workers, frees the pool; an orphan's memory only
+ * (see the top of this file); NULL: nothing. */
 void lm_tp_free(struct lm_tp *tp)
 {
     if (!tp)
         return;
-    stop_workers(tp);
+    if (!lm_tp_orphaned(tp)) {
+        stop_workers(tp);
+        event_destroy(&tp->bar);
+        event_destroy(&tp->job);
+    }
     free(tp->workers);
-    event_destroy(&tp->bar);
-    event_destroy(&tp->job);
     free(tp->claims);
     free(tp);
 }

@@ -11,10 +11,20 @@
  * jobs. One job at a time: a pool is driven by one thread (the backend's
  * user); lm_tp_run is not reentrant. The pool does not clamp n to the cores;
  * the backend does (lm_cpu_n_cores). To change the thread count, make a new pool.
+ *
+ * fork(): a child process has none of the workers of the pools its parent
+ * made. Such a pool is an orphan in the child (lm_tp_orphaned, known from a
+ * pthread_atfork child handler): the owner must not run it, and frees it
+ * with lm_tp_free, which then neither joins threads nor touches the pool's
+ * mutexes and condition variables (they may be in any state: the fork may
+ * come while workers sleep, or during a job run by another thread), only
+ * frees its memory. The owner then makes a new pool in the child (the CPU
+ * executor does this at its next graph). The parent's pools are unaffected.
  */
 #ifndef LM_CPU_THREADPOOL_H
 #define LM_CPU_THREADPOOL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/status.h"
@@ -33,8 +43,14 @@ typedef void (*lm_tp_fn)(void *arg, int ith, int nth);
 /* A pool of n threads (n >= 1; n-1 workers are started now). NULL-safe free.
  * LM_ERR_INVALID_ARG for n < 1, LM_ERR_NOMEM when threads cannot be made. */
 lm_status lm_tp_new(int n, struct lm_tp **out);
-/* Stop and join the workers; NULL: nothing. Not while a job runs. */
+/* Stop and join the workers and free the pool; an orphan (made before a
+ * fork, in the child): free its memory only. NULL: nothing. Not while a job
+ * runs in this process. */
 void lm_tp_free(struct lm_tp *tp);
+/* True in a child process for a pool made before the fork (its workers do
+ * not exist here): never lm_tp_run it, lm_tp_free it and make a new one.
+ * One relaxed atomic load: cheap enough to ask before every job. */
+bool lm_tp_orphaned(const struct lm_tp *tp);
 /* Threads per job. */
 int lm_tp_size(const struct lm_tp *tp);
 /* Run fn on all threads of the pool; the caller is thread 0. */

@@ -90,9 +90,9 @@ static lm_status init_kv(struct lm_context *c, bool offload_kqv)
         buft[il] = lm_backend_reg_default_buft(pl->dev[lm_placement_kv_dev(pl, il, offload_kqv)]);
     lm_status st = lm_kv_init(&c->kv, &c->model->hp, c->cp.type_k, c->cp.type_v, c->cp.n_ctx, buft);
     if (st == LM_ERR_UNSUPPORTED)
-        LM_LOG_ERR("context: no KV cache with K %s and V %s: K rows of %u elements and, for a block type, V heads "
-                   "of %u elements must be whole blocks\n",
-                   lm_type_name(c->cp.type_k), lm_type_name(c->cp.type_v), lm_hp_n_embd_k_gqa(&c->model->hp),
+        LM_LOG_ERR("context: no KV cache with K %s and V %s for this model: its K heads of %u and V heads of %u "
+                   "elements must be whole blocks of a type that encodes and decodes\n",
+                   lm_type_name(c->cp.type_k), lm_type_name(c->cp.type_v), c->model->hp.n_embd_head_k,
                    c->model->hp.n_embd_head_v);
     else if (st)
         LM_LOG_ERR("context: cannot create a KV cache of %u cells (%s)\n", c->cp.n_ctx, lm_status_str(st));

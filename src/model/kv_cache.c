@@ -7,6 +7,21 @@
 #include <string.h>
 
 #include "alloc/alloc.h"
+#include "quant/quant.h"
+
+/* K rows are cells, a block-type V's too (a float V is stored transposed: a
+ * channel's cells in a row). Attention and the K shift read one head of a
+ * row (a view of n_embd_head elements at a head's offset), so a block type
+ * needs heads of whole blocks; and SET_ROWS encodes, the shift and the
+ * unfused attention decode, so the type needs both conversions. */
+bool lm_kv_type_ok(const struct lm_hparams *hp, enum lm_type type_k, enum lm_type type_v)
+{
+    if (!lm_type_valid(type_k) || !lm_type_valid(type_v))
+        return false;
+    const struct lm_quant_traits *qk = lm_quant_traits(type_k), *qv = lm_quant_traits(type_v);
+    return qk->to_float && qk->from_float && qv->to_float && qv->from_float &&
+           hp->n_embd_head_k % lm_type_blck(type_k) == 0 && hp->n_embd_head_v % lm_type_blck(type_v) == 0;
+}
 
 lm_status lm_kv_init(struct lm_kv_cache *kv, const struct lm_hparams *hp, enum lm_type type_k, enum lm_type type_v,
                      uint32_t size, const lm_buft *buft)
@@ -14,11 +29,8 @@ lm_status lm_kv_init(struct lm_kv_cache *kv, const struct lm_hparams *hp, enum l
     memset(kv, 0, sizeof *kv);
     if (size == 0 || !lm_type_valid(type_k) || !lm_type_valid(type_v) || !buft)
         return LM_ERR_INVALID_ARG;
-    /* K rows are cells, whole blocks; a float V is stored transposed (a
-     * channel's cells in a row), a block-type V in rows per cell as K, whose
-     * heads must be whole blocks (attention reads a head's row) */
     uint32_t nk = lm_hp_n_embd_k_gqa(hp), nv = lm_hp_n_embd_v_gqa(hp);
-    if (nk % lm_type_blck(type_k) || hp->n_embd_head_v % lm_type_blck(type_v))
+    if (!lm_kv_type_ok(hp, type_k, type_v))
         return LM_ERR_UNSUPPORTED;
     kv->size = size;
     kv->type_k = type_k;

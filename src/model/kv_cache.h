@@ -57,10 +57,16 @@ struct lm_kv_cache {
  * per row). Else V is transposed, as b1892 stores it. */
 static inline bool lm_kv_v_rows(const struct lm_kv_cache *kv) { return lm_type_blck(kv->type_v) > 1; }
 
+/* Whether a cache of these types can serve the model: both types valid,
+ * with an encoder and a decoder (lm_quant_traits), and a head of K and of V
+ * (n_embd_head_k, n_embd_head_v) whole blocks of its type: Q8_0 needs head
+ * sizes that are multiples of 32 (float types: any). Pure: thread-safe. */
+bool lm_kv_type_ok(const struct lm_hparams *hp, enum lm_type type_k, enum lm_type type_v);
+
 /* Allocate a cache of `size` cells for the model's layers, layer il's K and
  * V in a buffer of buft[il] (one buffer per distinct type, at most
- * LM_KV_MAX_BUFS). LM_ERR_UNSUPPORTED when a K row (V row per head, for a
- * block type_v) is not whole blocks or a block type cannot be written here. */
+ * LM_KV_MAX_BUFS). LM_ERR_UNSUPPORTED when !lm_kv_type_ok (checked before
+ * anything is allocated). */
 lm_status lm_kv_init(struct lm_kv_cache *kv, const struct lm_hparams *hp, enum lm_type type_k, enum lm_type type_v,
                      uint32_t size, const lm_buft *buft);
 void lm_kv_free(struct lm_kv_cache *kv);

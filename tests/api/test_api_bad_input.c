@@ -113,6 +113,16 @@ static void test_contexts(void)
     cp.type_v = GGML_TYPE_Q8_0; /* V heads of 8 elements, not whole blocks: refused at creation, not at every decode */
     CHECK(llama_new_context_with_model(M, cp) == NULL);
     cp.type_v = GGML_TYPE_F16;
+    /* K rows of 4 heads x 8 = 32 elements are one Q8_0 block, but attention
+     * reads a head (8 elements) of a row: refused at creation (it was made
+     * and then failed at every decode) */
+    cp.type_k = GGML_TYPE_Q8_0;
+    CHECK(llama_new_context_with_model(M, cp) == NULL);
+    cp.type_k = GGML_TYPE_IQ2_XXS; /* no encoder without an importance matrix */
+    CHECK(llama_new_context_with_model(M, cp) == NULL);
+    cp.type_k = GGML_TYPE_I32; /* no float conversions */
+    CHECK(llama_new_context_with_model(M, cp) == NULL);
+    cp.type_k = GGML_TYPE_F16;
     cp.n_ctx = 1u << 30;
     CHECK(llama_new_context_with_model(M, cp) == NULL);
     CHECK(llama_new_context_with_model(NULL, llama_context_default_params()) == NULL);

@@ -3,12 +3,19 @@
  * thread sees every other thread's writes of the previous phase), claim
  * counters start every phase at zero, idle workers go to sleep, many tiny
  * graphs in a row compute correctly, thread counts clamp to the online cores,
- * and graph_compute rejects bad graphs with a status instead of crashing.
+ * graph_compute rejects bad graphs with a status instead of crashing, and a
+ * child process after fork() sees the parent's pools as orphans, frees them
+ * without waiting for their (absent) workers and runs pools of its own, also
+ * when the fork came while another thread was running a job.
  */
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cpu/cpu.h"
 #include "cpu/cpu_internal.h"
@@ -300,6 +307,95 @@ static void test_bad_graphs(void)
     lm_backend_free(be);
 }
 
+/* ---- fork ---- */
+
+/* In the child: the parent's pool is an orphan, freed without a join; a new
+ * pool runs jobs. The exit status says what failed (0: nothing). */
+static int fork_child(struct lm_tp *old, int n)
+{
+    if (!lm_tp_orphaned(old))
+        return 2;
+    lm_tp_free(old); /* would wait forever for the parent's workers */
+    struct lm_tp *tp = NULL;
+    if (lm_tp_new(n, &tp) != LM_OK)
+        return 3;
+    int bad = lm_tp_orphaned(tp);
+    for (int rep = 0; rep < 100; rep++) {
+        struct count_job j = {0};
+        lm_tp_run(tp, count_fn, &j);
+        bad += atomic_load(&j.calls) != n;
+    }
+    lm_tp_free(tp);
+    return bad ? 4 : 0;
+}
+
+/* Fork; the child runs fork_child(old, n) and _exits. The child's exit
+ * status, or -1 when it did not end normally within 30 s (then killed). */
+static int fork_and_wait(struct lm_tp *old, int n)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0)
+        _exit(fork_child(old, n));
+    for (int i = 0; i < 1500; i++) {
+        int status;
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        sleep_ms(20);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -1;
+}
+
+struct busy {
+    struct lm_tp *tp;
+    atomic_bool stop;
+    atomic_int jobs;
+};
+
+static void *busy_main(void *arg)
+{
+    struct busy *b = arg;
+    while (!atomic_load(&b->stop)) {
+        struct count_job j = {0};
+        lm_tp_run(b->tp, count_fn, &j);
+        atomic_fetch_add(&b->jobs, 1);
+    }
+    return NULL;
+}
+
+static void test_fork(int n)
+{
+    struct lm_tp *tp = NULL;
+    CHECK(lm_tp_new(n, &tp) == LM_OK);
+    if (!tp)
+        return;
+    struct count_job j = {0};
+    lm_tp_run(tp, count_fn, &j);
+    sleep_ms(50); /* the workers asleep on the condition variable */
+    int st = fork_and_wait(tp, n);
+    CHECKF(st == 0, "%d-thread pool, fork while idle: child status %d (-1: hung or killed)", n, st);
+    CHECK(!lm_tp_orphaned(tp)); /* in the parent */
+    j = (struct count_job){0};
+    lm_tp_run(tp, count_fn, &j);
+    CHECK(atomic_load(&j.calls) == n);
+
+    /* another thread drives the pool, jobs in flight at the fork */
+    struct busy b = {.tp = tp};
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, busy_main, &b) == 0);
+    while (atomic_load(&b.jobs) < 10)
+        sleep_ms(1);
+    st = fork_and_wait(tp, n);
+    CHECKF(st == 0, "%d-thread pool, fork during jobs: child status %d (-1: hung or killed)", n, st);
+    atomic_store(&b.stop, true);
+    pthread_join(th, NULL);
+    lm_tp_free(tp);
+}
+
 int main(void)
 {
     test_pool_args();
@@ -314,5 +410,7 @@ int main(void)
     test_identity();
     test_tiny_graphs();
     test_bad_graphs();
+    test_fork(1);
+    test_fork(3);
     return lm_test_summary();
 }
