@@ -39,7 +39,7 @@ enum lm_op_flag {
     LM_OPF_VIEW = 1,
     /* elementwise over src[0]: the result may be written over src[0] when
      * both have one type and shape and are contiguous (the graph allocator's
-     * in-place reuse, alloc/galloc.c) */
+     * in-place reuse, sched/galloc.c) */
     LM_OPF_INPLACE = 2,
     /* train/grad.c has its backward rule (lm_grad_supports) */
     LM_OPF_GRAD = 4,

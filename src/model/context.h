@@ -8,7 +8,7 @@
 #ifndef LM_CONTEXT_H
 #define LM_CONTEXT_H
 
-#include "backend/sched.h"
+#include "sched/sched.h"
 #include "model/build.h"
 #include "model/kv_cache.h"
 #include "model/placement.h"
@@ -85,7 +85,7 @@ lm_status lm_context_apply_k_shift(struct lm_context *c);
 void lm_context_set_threads(struct lm_context *c, uint32_t n_threads, uint32_t n_threads_batch);
 
 /* Let an observer see chosen nodes of every graph the context computes from
- * now on (decodes and K shifts), as backend/sched.h describes; observe NULL
+ * now on (decodes and K shifts), as sched/sched.h describes; observe NULL
  * removes it. Without one, computing costs nothing extra. */
 void lm_context_set_observer(struct lm_context *c, lm_sched_want_fn want, lm_sched_observe_fn observe, void *user);
 

@@ -113,7 +113,7 @@ struct lm_imatrix_collector;
 struct lm_imatrix_collector *lm_imatrix_collector_new(const struct lm_model *m, bool process_output);
 void lm_imatrix_collector_free(struct lm_imatrix_collector *c);
 
-/* The two halves of a scheduler observer (backend/sched.h; user: the
+/* The two halves of a scheduler observer (sched/sched.h; user: the
  * collector): want accepts the MUL_MAT / MUL_MAT_ID nodes described above,
  * observe adds their activations. observe returns LM_ERR_CORRUPT when an
  * activation or a sum is not finite (lm_imatrix_collector_error says where),

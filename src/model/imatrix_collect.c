@@ -1,5 +1,5 @@
 /* imatrix_collect.c - collecting an importance matrix: a scheduler observer
- * (backend/sched.h) that adds the squares of the activations entering each
+ * (sched/sched.h) that adds the squares of the activations entering each
  * weight's matrix product, per column, per expert for MUL_MAT_ID.
  *
  * The observer runs right after a product is computed, before any later node

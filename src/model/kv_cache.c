@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc/alloc.h"
+#include "sched/alloc.h"
 #include "quant/quant.h"
 
 /* K rows are cells, a block-type V's too (a float V is stored transposed: a

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc/alloc.h"
+#include "sched/alloc.h"
 #include "core/log.h"
 #include "core/time.h"
 #include "model/mapping.h"

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend/sched.h"
+#include "sched/sched.h"
 #include "core/fp16.h"
 #include "cpu/cpu.h"
 #include "quant/quant.h"

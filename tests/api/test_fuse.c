@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "api/api.h"
-#include "backend/sched.h"
+#include "sched/sched.h"
 #include "core/fuse.h"
 #include "cpu/cpu_internal.h"
 #include "util_api.h"

@@ -37,7 +37,7 @@
 #include "api/api.h"
 #include "api/imatrix_api.h"
 #include "backend/backend.h"
-#include "backend/sched.h"
+#include "sched/sched.h"
 #include "gguf/gguf.h"
 #include "model/placement.h"
 #include "model/row_split.h"

@@ -19,7 +19,7 @@
 
 #include <stddef.h>
 
-#include "alloc/alloc.h"
+#include "sched/alloc.h"
 #include "cpu/cpu.h"
 #include "cpu/cpu_internal.h"
 #include "cpu/kernels/gemm.h"

@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc/alloc.h"
+#include "sched/alloc.h"
 #include "core/fp16.h"
 #include "cpu/cpu.h"
 #include "cpu/cpu_internal.h"

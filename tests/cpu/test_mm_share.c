@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc/alloc.h"
+#include "sched/alloc.h"
 #include "cpu/cpu.h"
 #include "cpu/cpu_internal.h"
 #include "cpu/repack.h"

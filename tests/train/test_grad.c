@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/sched.h"
+#include "sched/sched.h"
 #include "cpu/cpu.h"
 #include "lm_test.h"
 #include "train/grad.h"

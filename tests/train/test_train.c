@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/sched.h"
+#include "sched/sched.h"
 #include "cpu/cpu.h"
 #include "gguf/gguf.h"
 #include "llama.h"

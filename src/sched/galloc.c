@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc/alloc.h"
+#include "sched/alloc.h"
 #include "core/op_rules.h"
 
 #define MAX_FREE_BLOCKS 1024
@@ -23,7 +23,7 @@ struct free_list {
     size_t off[MAX_FREE_BLOCKS];
     size_t size[MAX_FREE_BLOCKS];
     int n;
-    size_t peak;  /* highest end offset handed out */
+    size_t peak; /* highest end offset handed out */
 };
 
 static size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
@@ -91,8 +91,8 @@ static bool fl_free(struct free_list *fl, size_t off, size_t size)
 /* Per-tensor planning record, found by a pointer hash. */
 struct rec {
     const struct lm_tensor *t;
-    int last_use;   /* index of the last node that reads it (-1: none) */
-    size_t off;     /* SIZE_MAX: not placed (yet) */
+    int last_use; /* index of the last node that reads it (-1: none) */
+    size_t off;   /* SIZE_MAX: not placed (yet) */
     size_t size;
     bool placed, released;
 };
@@ -316,8 +316,7 @@ static lm_status ensure_buffer(struct lm_gallocr *ga, size_t size)
     return st;
 }
 
-lm_status lm_gallocr_reserve_keep(struct lm_gallocr *ga, struct lm_graph *g, struct lm_tensor *const *keep,
-                                  int n_keep)
+lm_status lm_gallocr_reserve_keep(struct lm_gallocr *ga, struct lm_graph *g, struct lm_tensor *const *keep, int n_keep)
 {
     lm_status st = plan_graph(ga, g, keep, n_keep);
     if (!st)

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc/alloc.h"
-#include "backend/sched.h"
+#include "sched/alloc.h"
+#include "sched/sched.h"
 #include "core/log.h"
 
 struct input_copy {
@@ -22,8 +22,8 @@ struct input_copy {
 
 struct split {
     int backend;
-    int first, n;                 /* range in the backend's node list */
-    int first_copy, n_copies;     /* range in sched->copies */
+    int first, n;             /* range in the backend's node list */
+    int first_copy, n_copies; /* range in sched->copies */
 };
 
 struct rewrite {
@@ -67,7 +67,7 @@ struct lm_sched {
 
     struct lm_graph *allocated;
 
-    lm_sched_want_fn want;       /* the observer (lm_sched_set_observer); observe NULL: none */
+    lm_sched_want_fn want; /* the observer (lm_sched_set_observer); observe NULL: none */
     lm_sched_observe_fn observe;
     void *observe_user;
 };
@@ -222,10 +222,7 @@ size_t lm_sched_buffer_size(const struct lm_sched *s, int i)
 
 /* ---- step 1: assignment ---- */
 
-static lm_buft buft_of(const struct lm_tensor *root)
-{
-    return root->buffer ? root->buffer->buft : lm_host_buft();
-}
+static lm_buft buft_of(const struct lm_tensor *root) { return root->buffer ? root->buffer->buft : lm_host_buft(); }
 
 /* First backend (priority order) that supports op and, if buft is set, reads buft. */
 static int first_capable(struct lm_sched *s, const struct lm_tensor *op, lm_buft buft)
@@ -470,10 +467,7 @@ static lm_status plan(struct lm_sched *s, struct lm_graph *g, bool reserve_only)
     return LM_OK;
 }
 
-lm_status lm_sched_alloc_graph(struct lm_sched *s, struct lm_graph *g)
-{
-    return plan(s, g, false);
-}
+lm_status lm_sched_alloc_graph(struct lm_sched *s, struct lm_graph *g) { return plan(s, g, false); }
 
 lm_status lm_sched_reserve(struct lm_sched *s, struct lm_graph *g)
 {

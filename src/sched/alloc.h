@@ -39,8 +39,7 @@ lm_status lm_gallocr_alloc_graph(struct lm_gallocr *ga, struct lm_graph *g);
  * read after the graph by someone else, e.g. copied to another backend). */
 lm_status lm_gallocr_alloc_graph_keep(struct lm_gallocr *ga, struct lm_graph *g, struct lm_tensor *const *keep,
                                       int n_keep);
-lm_status lm_gallocr_reserve_keep(struct lm_gallocr *ga, struct lm_graph *g, struct lm_tensor *const *keep,
-                                  int n_keep);
+lm_status lm_gallocr_reserve_keep(struct lm_gallocr *ga, struct lm_graph *g, struct lm_tensor *const *keep, int n_keep);
 /* The allocator's current buffer, or NULL. */
 struct lm_buffer *lm_gallocr_buffer(const struct lm_gallocr *ga);
 /* Size of the current buffer (0 before the first reserve). */

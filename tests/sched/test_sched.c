@@ -8,8 +8,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "alloc/alloc.h"
-#include "backend/sched.h"
+#include "sched/alloc.h"
+#include "sched/sched.h"
 #include "cpu/cpu.h"
 #include "lm_test.h"
 #include "ref/ref.h"
@@ -74,8 +74,8 @@ static struct lm_tensor *build(struct lm_ctx *ctx, const struct weights *w, stru
     return y;
 }
 
-static void compute(lm_backend_t *bes, int n_be, const struct weights *w, const float *input, float *out,
-                    int *n_splits, int *n_copies)
+static void compute(lm_backend_t *bes, int n_be, const struct weights *w, const float *input, float *out, int *n_splits,
+                    int *n_copies)
 {
     struct lm_ctx *ctx;
     struct lm_ctx_params p = {.mem_size = 64 * lm_tensor_overhead() + lm_graph_overhead(64), .no_alloc = true};
@@ -88,7 +88,8 @@ static void compute(lm_backend_t *bes, int n_be, const struct weights *w, const 
     CHECK(lm_sched_new(bes, n_be, 64, &s) == LM_OK);
     for (int round = 0; round < 2; round++) { /* allocate twice: the second reuses buffers */
         CHECK(lm_sched_alloc_graph(s, g) == LM_OK);
-        CHECKF(lm_tensor_set(in, input, 0, sizeof(float) * K * T) == LM_OK, "round %d in->data %p buf %p", round, in->data, (void *)in->buffer);
+        CHECKF(lm_tensor_set(in, input, 0, sizeof(float) * K * T) == LM_OK, "round %d in->data %p buf %p", round,
+               in->data, (void *)in->buffer);
         CHECK(lm_sched_graph_compute(s, g) == LM_OK);
         CHECK(lm_tensor_get(y, out, 0, sizeof(float) * K * T) == LM_OK);
         *n_splits = lm_sched_n_splits(s);

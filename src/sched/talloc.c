@@ -1,7 +1,7 @@
 /* talloc.c - place every tensor of an arena in one new buffer (weights, KV
  * cache): sizes summed with the buffer type's alignment, offsets in creation
  * order. Views get their data from their source afterwards. */
-#include "alloc/alloc.h"
+#include "sched/alloc.h"
 
 static size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 

@@ -5,7 +5,7 @@
  * sources before it does). Also the tensor allocator and re-allocation. */
 #include <string.h>
 
-#include "alloc/alloc.h"
+#include "sched/alloc.h"
 #include "lm_test.h"
 
 #define N_EMBD 64
