@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "avx512_util.h"
-#include "core/env.h"
 #include "cpu/cpu.h"
 #include "cpu/kernels/gemm.h"
 #include "cpu/kernels/kernels.h"
@@ -45,13 +44,20 @@ static void one_column_choices(struct lm_cpu_kernels *k, const struct lm_cpu_fea
         k->type[t].gemv_x8 = NULL;
 }
 
+/* Prefetch on (1), off (0), or the CPU's choice (anything else): off on AMD
+ * family 25 (Zen 3/4), measured faster without (avx512_util.h). */
+void lm_cpu_prefetch_avx512(int mode)
+{
+    const struct lm_cpu_features *cf = lm_cpu_features();
+    const bool zen34 = cf->amd && cf->family == 25;
+    lm_avx512_prefetch = mode == 0 || mode == 1 ? mode == 1 : !zen34;
+}
+
 /* Overrides the AVX-512 slots of k (a copy of the AVX2 table). */
 void lm_cpu_kernels_init_avx512(struct lm_cpu_kernels *k)
 {
-    const int pf = lm_env_flag(LM_ENV_PREFETCH); /* 0, 1 or LM_ENV_AUTO; once per process (tables built once) */
+    lm_cpu_prefetch_avx512(-1); /* the CPU's choice until lm_cpu_prefetch_set */
     const struct lm_cpu_features *cf = lm_cpu_features();
-    const bool zen34 = cf->amd && cf->family == 25; /* measured faster without: avx512_util.h */
-    lm_avx512_prefetch = pf != LM_ENV_AUTO ? pf == 1 : !zen34;
     /* vec_dot of every weight type but F32 (VNNI integer parts); F16/BF16 rows */
     /* F32 keeps the AVX2 dot: with lm_vec_dot_f32_avx512 a multi-sequence batch
      * of stories260K (F32 weights) differs from decoding the tokens one at a
