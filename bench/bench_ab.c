@@ -10,11 +10,13 @@
  * spread over the block pairs (mean ± standard error), which says whether a
  * difference is real.
  *
- * The variable must be one lamina reads for every token: LAMINA_ATTN (read
- * per graph build: `unfused` / anything else), or a getenv() one puts
- * temporarily into the code under test. Variables read once at start-up
- * (LAMINA_ISA, LAMINA_PREFETCH, LAMINA_HUGEPAGES, LAMINA_NO_REPACK) need two
- * processes instead.
+ * The variable must be one lamina reads per context (LAMINA_ATTN,
+ * LAMINA_NO_FUSE, LAMINA_GRAPH_REUSE, LAMINA_CUDA_*: each variant decodes in
+ * its own context, made while VAR had its value), or a getenv() one puts
+ * temporarily into the code under test (VAR is set to the variant's value
+ * for each of its blocks). Variables read once per process or per model
+ * (LAMINA_ISA, LAMINA_PREFETCH, LAMINA_HUGEPAGES, LAMINA_LOG, LAMINA_NO_REPACK)
+ * need two processes instead.
  *
  * With -p N, each step is a prompt of N tokens instead (the cache cleared,
  * one llama_decode of N tokens at positions 0..N-1): prompt t/s, -n counts
@@ -26,7 +28,8 @@
  * Usage: bench_ab -m MODEL [-t threads (2)] [-n tokens (200)] [-c n_ctx (512)]
  *                 [-b block (2)] [-p prompt tokens (0: one-token steps)]
  *                 [-d depth (0)] [-kv f16|q8_0] VAR A B
- * A client of llama.h only; weights read into memory (no mmap).
+ * A client of llama.h only; weights read into memory (no mmap), shared by
+ * the two contexts.
  */
 #include <math.h>
 #include <stdio.h>
@@ -175,9 +178,15 @@ int main(int argc, char **argv)
         cp.n_batch = (uint32_t)o.n_prompt;
     cp.n_threads = cp.n_threads_batch = (uint32_t)o.n_threads;
     cp.type_k = cp.type_v = strcmp(o.kv, "q8_0") == 0 ? GGML_TYPE_Q8_0 : GGML_TYPE_F16;
-    struct llama_context *ctx = llama_new_context_with_model(model, cp);
-    if (!ctx) {
-        fprintf(stderr, "bench_ab: cannot make a context\n");
+    struct llama_context *ctxs[2] = {NULL, NULL};
+    for (int v = 0; v < 2; v++) { /* a context per variant: the switches are read when it is made */
+        setenv(o.var, o.val[v], 1);
+        ctxs[v] = llama_new_context_with_model(model, cp);
+    }
+    if (!ctxs[0] || !ctxs[1]) {
+        fprintf(stderr, "bench_ab: cannot make the contexts\n");
+        llama_free(ctxs[0]);
+        llama_free(ctxs[1]);
         llama_free_model(model);
         return 1;
     }
@@ -188,8 +197,10 @@ int main(int argc, char **argv)
     double total[2] = {0, 0}, blk[2] = {0, 0}, ratio[MAX_PAIRS];
     long count[2] = {0, 0}, n_pairs = 0;
     llama_token tok = 1;
-    llama_pos pos = 0;
-    int rc = o.depth ? fill(ctx, o.depth, (long)llama_n_batch(ctx), n_vocab) : 0;
+    llama_pos pos[2] = {0, 0};
+    int rc = 0;
+    for (int v = 0; v < 2 && o.depth && rc == 0; v++)
+        rc = fill(ctxs[v], o.depth, (long)llama_n_batch(ctxs[v]), n_vocab);
     /* 2 blocks of warm-up, then whole pairs of blocks (A then B) */
     const long n_blocks = 2 + 2 * ((o.n_tok + 2 * o.block - 1) / (2 * o.block));
     for (long b = 0; b < n_blocks && rc == 0; b++) {
@@ -198,8 +209,8 @@ int main(int argc, char **argv)
         blk[v] = 0;
         for (long i = 0; i < o.block && rc == 0; i++) {
             const double t0 = now();
-            rc = o.n_prompt ? decode_prompt(ctx, prompt, o.n_prompt)
-                            : decode_token(ctx, &tok, &pos, o.n_ctx, o.depth, n_vocab);
+            rc = o.n_prompt ? decode_prompt(ctxs[v], prompt, o.n_prompt)
+                            : decode_token(ctxs[v], &tok, &pos[v], o.n_ctx, o.depth, n_vocab);
             blk[v] += now() - t0;
         }
         if (b < 2)
@@ -220,7 +231,8 @@ int main(int argc, char **argv)
                o.val[0], ta, o.var, o.val[1], tb, tb / ta, mean, sqrt(var / (double)n_pairs), n_pairs);
     }
     free(prompt);
-    llama_free(ctx);
+    llama_free(ctxs[0]);
+    llama_free(ctxs[1]);
     llama_free_model(model);
     llama_backend_free();
     return rc;

@@ -5,6 +5,7 @@
 
 #include "api/api.h"
 #include "backend/backend.h"
+#include "core/env.h"
 #include "core/log.h"
 #include "core/time.h"
 #include "cpu/cpu.h"
@@ -36,6 +37,15 @@ struct llama_context *llama_new_context_with_model(struct llama_model *model, st
         .logits_all = params.logits_all,
         .embedding = params.embedding,
         .offload_kqv = params.offload_kqv,
+        /* the per-context switches, read here and only here (core/env.c) */
+        .attn_unfused = strcmp(lm_env_word_name(LM_ENV_ATTN), "unfused") == 0, /* "fused" by default */
+        .no_graph_reuse = !lm_env_flag(LM_ENV_GRAPH_REUSE),
+        .backend =
+            {
+                .no_fuse = lm_env_flag(LM_ENV_NO_FUSE) == 1,
+                .no_cuda_graphs = !lm_env_flag(LM_ENV_CUDA_GRAPHS),
+                .no_cuda_mmq = !lm_env_flag(LM_ENV_CUDA_MMQ),
+            },
     };
     struct llama_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx)

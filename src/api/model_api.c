@@ -8,6 +8,7 @@
 #include "api/modules.h"
 #include "core/env.h"
 #include "core/log.h"
+#include "core/memory.h"
 #include "cpu/cpu.h"
 #include "ref/ref.h"
 #include "vocab/vocab.h"
@@ -69,9 +70,31 @@ struct llama_model_quantize_params llama_model_quantize_default_params(void)
     return p;
 }
 
+/* The process-wide switches (core/env.c), read at the first llama_backend_init
+ * only, and handed to their setters: a program's own later calls of them
+ * (lm_log_set_level, lm_cpu_isa_limit, ...) are not undone by another
+ * llama_backend_init. */
+static void apply_process_switches(void)
+{
+    static bool done;
+    if (done)
+        return;
+    done = true;
+    lm_log_set_default_level((enum lm_log_level)lm_env_level(LM_ENV_LOG));
+    const char *isa = lm_env_word_name(LM_ENV_ISA); /* NULL: unset or not a level's name */
+    for (int i = 0; isa && i < LM_ISA_COUNT; i++)
+        if (strcmp(isa, lm_cpu_isa_name((enum lm_cpu_isa)i)) == 0)
+            lm_cpu_isa_limit((enum lm_cpu_isa)i); /* min(i, best): a level not below the best leaves the best */
+    const int prefetch = lm_env_flag(LM_ENV_PREFETCH);
+    if (prefetch != LM_ENV_AUTO)
+        lm_cpu_prefetch_set(prefetch);
+    lm_alloc_set_huge_pages(lm_env_flag(LM_ENV_HUGEPAGES) != 0);
+}
+
 void llama_backend_init(bool numa)
 {
     (void)numa;
+    apply_process_switches();
     lm_backend_register(lm_cpu_backend_reg());
     lm_backend_register(lm_ref_backend_reg());
     /* device backends after the CPU (placement.c: device 0 is the host, GPUs
@@ -93,7 +116,7 @@ struct llama_model *llama_load_model_from_file(const char *path_model, struct ll
         .vocab_only = params.vocab_only,
         .use_mmap = params.use_mmap,
         .use_mlock = params.use_mlock,
-        .repack = !lm_env_flag(LM_ENV_NO_REPACK), /* read per model load */
+        .repack = lm_env_flag(LM_ENV_NO_REPACK) != 1, /* read per model load (core/env.c) */
         .progress = params.progress_callback,
         .progress_user = params.progress_callback_user_data,
         .kv_overrides = (const struct lm_kv_override *)params.kv_overrides,

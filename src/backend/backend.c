@@ -72,12 +72,13 @@ lm_status lm_backend_init_by_name(const char *name, lm_backend_t *out)
     return LM_ERR_NOT_FOUND;
 }
 
-lm_status lm_backend_reg_init_threads(const struct lm_backend_reg *reg, int n_threads, lm_backend_t *out)
+lm_status lm_backend_reg_init_threads(const struct lm_backend_reg *reg, int n_threads,
+                                      const struct lm_backend_opts *opts, lm_backend_t *out)
 {
     if (!reg || !out)
         return LM_ERR_INVALID_ARG;
     if (reg->init_threads)
-        return reg->init_threads(n_threads, out);
+        return reg->init_threads(n_threads, opts, out);
     lm_status st = reg->init(out);
     if (!st)
         lm_backend_set_n_threads(*out, n_threads);

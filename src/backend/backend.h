@@ -178,6 +178,16 @@ enum lm_dev_kind { LM_DEV_HOST = 0, LM_DEV_GPU = 1 };
 #define LM_WEIGHT_MATMUL_ONLY 1u
 #define LM_WEIGHT_MATMUL_ROWS 2u
 
+/* Options of one backend instance, chosen by whoever creates it: a context
+ * (model/context.c) passes its lm_context_params' (the API layer fills them
+ * from the environment, core/env.c). Zero is every option's default; a
+ * backend ignores the options that do not apply to it. */
+struct lm_backend_opts {
+    bool no_fuse;        /* compute the node pairs of core/fuse.h as separate nodes (CPU, CUDA) */
+    bool no_cuda_graphs; /* CUDA: launch decode graphs node by node, without CUDA graphs */
+    bool no_cuda_mmq;    /* CUDA: quantized products of 9 to 64 columns via F16 and cuBLAS, not the MMQ kernels */
+};
+
 /* A backend factory: name ("cpu", "ref", ...) and an init function, plus what
  * the model layer's placement (model/placement.h) needs to know about the
  * device before any backend exists. Only name and init are required. */
@@ -185,9 +195,10 @@ struct lm_backend_reg {
     const char *name;
     lm_status (*init)(lm_backend_t *out);
     enum lm_dev_kind kind;
-    /* A backend using n_threads host threads (<= 0: its default). NULL: init,
-     * then set_n_threads. */
-    lm_status (*init_threads)(int n_threads, lm_backend_t *out);
+    /* A backend using n_threads host threads (<= 0: its default) with the
+     * options opts (NULL: the defaults). NULL: init, then set_n_threads (and
+     * the options are the defaults). */
+    lm_status (*init_threads)(int n_threads, const struct lm_backend_opts *opts, lm_backend_t *out);
     /* The device's own memory (weights, KV cache). NULL: the backend holds no
      * weights (a test or reference backend); placement never picks it. */
     lm_buft (*default_buft)(void);
@@ -212,7 +223,8 @@ const struct lm_backend_reg *lm_backend_reg_get(int i);
 /* A new backend by registry name; LM_ERR_NOT_FOUND for an unknown name. */
 lm_status lm_backend_init_by_name(const char *name, lm_backend_t *out);
 /* The reg's hooks with their NULL defaults (see struct lm_backend_reg). */
-lm_status lm_backend_reg_init_threads(const struct lm_backend_reg *reg, int n_threads, lm_backend_t *out);
+lm_status lm_backend_reg_init_threads(const struct lm_backend_reg *reg, int n_threads,
+                                      const struct lm_backend_opts *opts, lm_backend_t *out);
 lm_buft lm_backend_reg_default_buft(const struct lm_backend_reg *reg);
 lm_buft lm_backend_reg_weight_buft(const struct lm_backend_reg *reg, const struct lm_tensor *w, unsigned flags);
 

@@ -2,38 +2,36 @@
  *
  * Every LAMINA_* variable the library reads is a row of the table in env.c
  * (name, kind, default, accepted words, meaning, when it is read), and env.c
- * holds the library's only getenv() of them; tests/core/test_env.c checks
- * that no other file in src/ passes a LAMINA_* name to getenv() and that every row is
- * documented in docs/architecture.md ("Environment switches").
+ * holds the library's only getenv() of them. Configuration is read at the
+ * edge: only src/api/ calls these accessors (llama_backend_init for the
+ * process-wide switches, model load, context creation) and passes the values
+ * down as parameters (lm_model_params, lm_context_params, backend options)
+ * or through a setter called once. tests/core/test_env.c checks that no
+ * other file in src/ calls lm_env_* or passes a LAMINA_* name to getenv(),
+ * and that every row is documented in docs/architecture.md ("Environment
+ * switches").
  *
- * The accessors parse the variable at each call: they cache nothing. When a
- * switch is read (once per process, per model load, per backend, per graph
- * build) is the reader's business, written in the table's `when`; a reader
- * that caches (log.c, fuse.c, the kernel tables) says so there.
+ * The accessors parse the variable at each call: they cache nothing.
  *
  * Kinds:
- *   LM_ENV_FLAG_SET    on when the variable is set at all (any value, even
- *                      empty or "0"); off when unset.
- *   LM_ENV_FLAG_01     exactly "0" is off, exactly "1" is on; unset or
- *                      anything else is the default (which may be
- *                      LM_ENV_AUTO: the reader decides).
- *   LM_ENV_FLAG_LEAD0  a value that begins with '0' is off; unset or
- *                      anything else is the default.
- *   LM_ENV_WORD        one of the row's words (exact, case-sensitive): its
- *                      index; unset or anything else is the default index
- *                      (LM_ENV_AUTO: none).
- *   LM_ENV_LEVEL       like WORD, but each word stands for a number (the
- *                      row's levels) and the result is that number.
- *   LM_ENV_PATH        the value as it is (a path or a list of paths);
- *                      NULL when unset. def is 0.
+ *   LM_ENV_FLAG   exactly "0" is off, exactly "1" is on; unset or anything
+ *                 else is the default (which may be LM_ENV_AUTO: the reader
+ *                 decides).
+ *   LM_ENV_WORD   one of the row's words (exact, case-sensitive): its index;
+ *                 unset or anything else is the default index (LM_ENV_AUTO:
+ *                 none).
+ *   LM_ENV_LEVEL  like WORD, but each word stands for a number (the row's
+ *                 levels) and the result is that number.
+ *   LM_ENV_PATH   the value as it is (a path or a list of paths); NULL when
+ *                 unset. def is 0.
  * Values outside a switch's accepted set are ignored silently (the default
- * applies), as they always were.
+ * applies).
  */
 #ifndef LM_CORE_ENV_H
 #define LM_CORE_ENV_H
 
 #ifdef __cplusplus
-extern "C" { /* the CUDA backend (C++) reads LAMINA_CUDA_GRAPHS */
+extern "C" {
 #endif
 
 enum lm_env_id {
@@ -52,9 +50,7 @@ enum lm_env_id {
 };
 
 enum lm_env_kind {
-    LM_ENV_FLAG_SET,
-    LM_ENV_FLAG_01,
-    LM_ENV_FLAG_LEAD0,
+    LM_ENV_FLAG,
     LM_ENV_WORD,
     LM_ENV_LEVEL,
     LM_ENV_PATH,
@@ -71,13 +67,13 @@ struct lm_env_switch {
     const char *words[LM_ENV_MAX_WORDS]; /* WORD, LEVEL: the accepted values */
     int levels[LM_ENV_MAX_WORDS];        /* LEVEL: the number of each word */
     const char *meaning;                 /* one line */
-    const char *when;                    /* when the library reads it, and whether it caches it */
+    const char *when;                    /* where in src/api/ it is read, and what it sets */
 };
 
 /* The row of a switch, or NULL when id is out of range. Static; thread-safe. */
 const struct lm_env_switch *lm_env_switch(enum lm_env_id id);
 
-/* A flag switch (kind LM_ENV_FLAG_*) now: 1 on, 0 off, or the row's default
+/* A flag switch (kind LM_ENV_FLAG) now: 1 on, 0 off, or the row's default
  * (LM_ENV_AUTO for LAMINA_PREFETCH) when unset or not an accepted value.
  * Thread-safe as getenv() is (not against a concurrent setenv). */
 int lm_env_flag(enum lm_env_id id);

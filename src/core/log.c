@@ -1,8 +1,6 @@
 /* log.c - default stderr sink and the redirectable log path. */
 #include "core/log.h"
 
-#include "core/env.h"
-
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +8,8 @@
 
 static lm_log_fn sink_fn;
 static void *sink_user;
-static int min_level = -1; /* -1: not yet read from the environment */
+static int min_level = -1;               /* -1: lm_log_set_level not called; default_level applies */
+static int default_level = LM_LOG_INFO; /* lm_log_set_default_level (LAMINA_LOG through llama_backend_init) */
 
 void lm_log_set(lm_log_fn fn, void *user)
 {
@@ -21,6 +20,11 @@ void lm_log_set(lm_log_fn fn, void *user)
 void lm_log_set_level(enum lm_log_level level)
 {
     min_level = (int)level;
+}
+
+void lm_log_set_default_level(enum lm_log_level level)
+{
+    default_level = (int)level;
 }
 
 void lm_log(enum lm_log_level level, const char *fmt, ...)
@@ -34,8 +38,6 @@ void lm_log(enum lm_log_level level, const char *fmt, ...)
         sink_fn(level, buf, sink_user);
         return;
     }
-    if (min_level < 0)
-        min_level = lm_env_level(LM_ENV_LOG); /* read once, then cached (core/env.c) */
-    if ((int)level <= min_level)
+    if ((int)level <= (min_level >= 0 ? min_level : default_level))
         fputs(buf, stderr);
 }

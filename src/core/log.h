@@ -24,9 +24,14 @@ typedef void (*lm_log_fn)(enum lm_log_level level, const char *text, void *user)
  * concurrent logging; call it at start-up. */
 void lm_log_set(lm_log_fn fn, void *user);
 
-/* Set the least important level the default sink prints (default LM_LOG_INFO;
- * LAMINA_LOG=debug|info|warn|error in the environment overrides). */
+/* Set the least important level the default sink prints, from now on; it
+ * wins over the default level. Call at start-up. */
 void lm_log_set_level(enum lm_log_level level);
+
+/* Set the level the default sink prints while lm_log_set_level has not been
+ * called (LM_LOG_INFO until then). llama_backend_init sets it from LAMINA_LOG
+ * (core/env.c), once per process. Call at start-up. */
+void lm_log_set_default_level(enum lm_log_level level);
 
 /* printf-style message; the text handed to the sink ends with the caller's
  * newline (if any). Thread-safe when the sink is. */

@@ -6,15 +6,24 @@
  * the machines in docs/performance.md. Buffers of 2 MiB or more are therefore
  * aligned to 2 MiB and advised as transparent huge pages (Linux
  * MADV_HUGEPAGE; a no-op where the kernel does not offer them).
- * LAMINA_HUGEPAGES=0 in the environment turns the advice off (A/B runs).
+ * lm_alloc_set_huge_pages(false) turns that off (A/B runs); llama_backend_init
+ * calls it once with LAMINA_HUGEPAGES (core/env.c).
  */
 #ifndef LM_CORE_MEMORY_H
 #define LM_CORE_MEMORY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* size bytes aligned to at least align (a power of two, <= 4096), or NULL;
  * release with free(). */
 void *lm_alloc_large(size_t size, size_t align);
+
+/* Whether lm_alloc_large aligns buffers of 2 MiB and more to 2 MiB and advises
+ * huge pages (on until set); affects later calls. Thread-safe, but meant for
+ * start-up. */
+void lm_alloc_set_huge_pages(bool on);
+/* The policy lm_alloc_set_huge_pages set (true by default). Thread-safe. */
+bool lm_alloc_huge_pages(void);
 
 #endif

@@ -49,9 +49,14 @@ const char *lm_cpu_isa_name(enum lm_cpu_isa isa);
 enum lm_cpu_isa lm_cpu_isa_best(void);
 /* Use kernel sets up to `isa` (for tests and benches comparing ISAs); returns
  * the level actually in effect (min of isa and best). Process-wide; call
- * between graph computations. The starting level is the best one, or the one
- * named by the environment variable LAMINA_ISA ("generic", "avx2", "avx512",
- * "amx"; read once, when the tables are built) if that is lower. */
+ * between graph computations. The starting level is the best one;
+ * llama_backend_init calls this once when the environment variable LAMINA_ISA
+ * names a level ("generic", "avx2", "avx512", "amx"). */
 enum lm_cpu_isa lm_cpu_isa_limit(enum lm_cpu_isa isa);
+/* Software prefetch in the AVX-512 kernels (docs/kernels.md): mode 0 off, 1
+ * on, anything else the CPU's choice (the default: on, but off on AMD family
+ * 25). No effect without the AVX-512 level. Process-wide; call between graph
+ * computations (llama_backend_init calls it once with LAMINA_PREFETCH). */
+void lm_cpu_prefetch_set(int mode);
 
 #endif

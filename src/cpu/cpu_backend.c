@@ -125,6 +125,28 @@ int lm_cpu_backend_n_threads(lm_backend_t be)
 
 static lm_status reg_init(lm_backend_t *out) { return lm_cpu_backend_new(0, out); }
 
+/* Fusion on or off for a CPU backend (cpu_internal.h); nothing for another backend. */
+void lm_cpu_backend_set_fuse(lm_backend_t be, bool on)
+{
+    if (lm_backend_is_cpu(be))
+        lm_cpu_exec_set_fuse(((struct cpu_ctx *)be->context)->exec, on);
+}
+
+/* Whether a CPU backend fuses (cpu_internal.h); false for another backend. */
+bool lm_cpu_backend_fuses(lm_backend_t be)
+{
+    return lm_backend_is_cpu(be) && lm_cpu_exec_fuses(((struct cpu_ctx *)be->context)->exec);
+}
+
+/* The registry's init_threads: lm_cpu_backend_new, then the options that apply (fusion). */
+static lm_status reg_init_threads(int n_threads, const struct lm_backend_opts *opts, lm_backend_t *out)
+{
+    lm_status st = lm_cpu_backend_new(n_threads, out);
+    if (!st && opts && opts->no_fuse)
+        lm_cpu_backend_set_fuse(*out, false);
+    return st;
+}
+
 /* The placement hook: matrices only matmuls read, and tied embeddings (GET_ROWS
  * reads the repacked layout: ops/get_rows.c), go to the repacking buffer type
  * when they have a repacked layout (2-D only: MUL_MAT_ID reads 3-D expert
@@ -140,7 +162,7 @@ static const struct lm_backend_reg cpu_reg = {
     .name = "cpu",
     .init = reg_init,
     .kind = LM_DEV_HOST,
-    .init_threads = lm_cpu_backend_new,
+    .init_threads = reg_init_threads,
     .default_buft = lm_host_buft,
     .weight_buft = reg_weight_buft,
 };

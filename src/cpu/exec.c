@@ -27,6 +27,7 @@
 
 struct lm_cpu_exec {
     int n_threads;
+    bool fuse;        /* compute fusable node pairs as one (fuse.c); on unless lm_cpu_exec_set_fuse */
     struct lm_tp *tp; /* NULL until a multi-thread graph runs */
     void *work;
     size_t work_cap;
@@ -36,8 +37,10 @@ struct lm_cpu_exec {
 struct lm_cpu_exec *lm_cpu_exec_new(int n_threads)
 {
     struct lm_cpu_exec *ex = calloc(1, sizeof *ex);
-    if (ex)
+    if (ex) {
         ex->n_threads = n_threads < 1 ? 1 : n_threads;
+        ex->fuse = true;
+    }
     return ex;
 }
 
@@ -64,6 +67,12 @@ void lm_cpu_exec_set_threads(struct lm_cpu_exec *ex, int n_threads)
 
 /* Threads the next graph uses. */
 int lm_cpu_exec_threads(const struct lm_cpu_exec *ex) { return ex->n_threads; }
+
+/* Node fusion for the next graphs. Not during a compute. */
+void lm_cpu_exec_set_fuse(struct lm_cpu_exec *ex, bool on) { ex->fuse = on; }
+
+/* The fusion setting for the next graphs. */
+bool lm_cpu_exec_fuses(const struct lm_cpu_exec *ex) { return ex->fuse; }
 
 static bool readable(const struct lm_tensor *t)
 {
@@ -110,6 +119,7 @@ struct exec_job {
     struct lm_tp *tp;
     const struct lm_cpu_kernels *kern;
     bool profile; /* lm_profile_on() when the graph started: the same for every thread */
+    bool fuse;    /* the executor's fusion setting: the same for every thread */
 };
 
 /* Compute node i, or nodes i and i+1 as one when they fuse (fuse.c); returns
@@ -154,7 +164,7 @@ static void exec_worker(void *arg, int ith, int nth)
     const struct exec_job *job = arg;
     const struct lm_cpu_params p = {ith, nth, job->wdata, job->wsize, job->tp, job->kern};
     const struct lm_graph *g = job->g;
-    const bool fuse = lm_cpu_fuse_enabled();
+    const bool fuse = job->fuse;
     if (job->profile) {
         exec_nodes_profiled(&p, g, fuse);
         return;
@@ -203,7 +213,7 @@ lm_status lm_cpu_exec_graph(struct lm_cpu_exec *ex, struct lm_graph *g)
     }
     if (nth > 1 && !ex->tp && (st = lm_tp_new(nth, &ex->tp)))
         return st;
-    struct exec_job job = {g, ex->work, ex->work_cap, ex->tp, kern, lm_profile_on()};
+    struct exec_job job = {g, ex->work, ex->work_cap, ex->tp, kern, lm_profile_on(), ex->fuse};
     if (nth > 1)
         lm_tp_run(ex->tp, exec_worker, &job);
     else

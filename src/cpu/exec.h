@@ -21,6 +21,10 @@ struct lm_cpu_exec *lm_cpu_exec_new(int n_threads);
 void lm_cpu_exec_free(struct lm_cpu_exec *ex); /* NULL: nothing */
 void lm_cpu_exec_set_threads(struct lm_cpu_exec *ex, int n_threads);
 int lm_cpu_exec_threads(const struct lm_cpu_exec *ex);
+/* Compute the node pairs fuse.c fuses as one node (on, the default) or as two
+ * (same bits). Not during a compute. */
+void lm_cpu_exec_set_fuse(struct lm_cpu_exec *ex, bool on);
+bool lm_cpu_exec_fuses(const struct lm_cpu_exec *ex);
 
 /* Compute g's nodes in order. LM_ERR_INVALID_ARG when a node or source has
  * no data or lives in non-host memory, LM_ERR_UNSUPPORTED for a node

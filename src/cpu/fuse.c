@@ -9,11 +9,9 @@
  * second node in place over the first, only the final value is stored.
  * Rows are split over threads exactly as the separate ops split them.
  */
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/env.h"
 #include "core/fuse.h"
 #include "cpu/ops/ops.h"
 
@@ -81,17 +79,3 @@ void lm_cpu_op_fused(const struct lm_cpu_params *p, enum lm_fuse kind, struct lm
     else
         silu_mul(p, a, b);
 }
-
-static atomic_int fuse_mode = -1; /* -1: not decided yet (read LAMINA_NO_FUSE once, then cached) */
-
-bool lm_cpu_fuse_enabled(void)
-{
-    int m = atomic_load(&fuse_mode);
-    if (m < 0) {
-        m = !lm_env_flag(LM_ENV_NO_FUSE);
-        atomic_store(&fuse_mode, m);
-    }
-    return m != 0;
-}
-
-void lm_cpu_fuse_set(bool on) { atomic_store(&fuse_mode, on ? 1 : 0); }

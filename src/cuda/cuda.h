@@ -45,14 +45,15 @@ lm_status lm_cuda_module_init(struct lm_module_info *out);
 bool lm_backend_is_cuda(lm_backend_t be);
 
 /* Decode graphs run as CUDA graphs (docs/architecture.md, "The CUDA
- * backend"; off for backends created while LAMINA_CUDA_GRAPHS=0), counted
+ * backend"; off for backends created with lm_backend_opts.no_cuda_graphs:
+ * a context's, while LAMINA_CUDA_GRAPHS=0), counted
  * over every CUDA backend of the process since it started. */
 struct lm_cuda_graph_stats {
     uint64_t launched;     /* graph_compute calls that ran as one CUDA graph */
     uint64_t replayed;     /* of those, launches without a capture: the nodes matched the last capture's */
     uint64_t instantiated; /* executable graphs made; the other captures updated one (cudaGraphExecUpdate) */
     uint64_t fallbacks;    /* decode graphs launched node by node after a failed capture, instantiation or launch */
-    uint64_t fused;        /* node pairs launched (or captured) as one kernel (core/fuse.h; none with LAMINA_NO_FUSE) */
+    uint64_t fused;        /* node pairs launched (or captured) as one kernel (core/fuse.h; none with no_fuse) */
 };
 /* The counts so far into *out (nothing when out is NULL). Thread-safe. */
 void lm_cuda_graph_stats(struct lm_cuda_graph_stats *out);

@@ -16,8 +16,9 @@
  * node launches (stream capture), updates the executable graph kept from the
  * previous token with them (same kernels, new arguments) or instantiates a
  * new one, and launches that. Any failure on the way launches the nodes
- * directly instead, with the same results. LAMINA_CUDA_GRAPHS=0 in the
- * environment when a backend is created turns this off for that backend.
+ * directly instead, with the same results. The backend option no_cuda_graphs
+ * (a context's: LAMINA_CUDA_GRAPHS=0 when it is created) turns this off for
+ * that backend.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -26,7 +27,6 @@
 
 #include <atomic>
 
-#include "core/env.h"
 #include "core/log.h"
 #include "core/op_rules.h"
 #include "cuda/cuda.h"
@@ -466,7 +466,7 @@ struct lm_cu_backend {
     struct lm_cu_ctx c;
     char name[16];
     /* decode graphs (graph_run) */
-    bool graphs;          /* on: LAMINA_CUDA_GRAPHS was not "0" when the backend was created */
+    bool graphs;          /* on unless created with lm_backend_opts.no_cuda_graphs */
     cudaStream_t capture; /* the non-blocking stream captures record on (see graph_run) */
     struct cu_graph_slot slots[LM_CU_N_GRAPHS];
     int next_slot; /* the slot a new kind of graph takes when all are used (round robin) */
@@ -554,7 +554,7 @@ static bool launches(const struct lm_tensor *t)
 }
 
 /* The pair t and the node after it make when they run as one launch
- * (core/fuse.h; off with LAMINA_NO_FUSE), or LM_FUSE_NONE. */
+ * (core/fuse.h; off with lm_backend_opts.no_fuse), or LM_FUSE_NONE. */
 static enum lm_fuse fused_pair(const struct lm_cu_ctx *c, const struct lm_tensor *t, const struct lm_tensor *next)
 {
     if (!c->fuse || !next || !launches(next) || !supports(c, next) || !next->data || !lm_sources_have_data(next))
@@ -859,8 +859,9 @@ static const struct lm_backend_i cuda_backend_i = {
 };
 
 /* A new backend on device `device`: its stream and cuBLAS handle, the device's limits, the capture stream of
- * its decode graphs unless LAMINA_CUDA_GRAPHS=0, the MMQ kernel unless LAMINA_CUDA_MMQ=0. */
-static lm_status backend_new(int device, lm_backend_t *out)
+ * its decode graphs unless opts->no_cuda_graphs, the MMQ kernel unless opts->no_cuda_mmq, fused pairs unless
+ * opts->no_fuse (opts NULL: the defaults). */
+static lm_status backend_new(int device, const struct lm_backend_opts *opts, lm_backend_t *out)
 {
     if (!out)
         return LM_ERR_INVALID_ARG;
@@ -873,9 +874,12 @@ static lm_status backend_new(int device, lm_backend_t *out)
     snprintf(b->name, sizeof b->name, "cuda%d", device);
     b->be.iface = cuda_backend_i;
     b->be.context = &b->c;
-    b->graphs = lm_env_flag(LM_ENV_CUDA_GRAPHS) != 0; /* read per backend creation (core/env.c) */
-    b->c.mmq = lm_env_flag(LM_ENV_CUDA_MMQ) != 0;
-    b->c.fuse = !lm_env_flag(LM_ENV_NO_FUSE);
+    const struct lm_backend_opts def = {};
+    if (!opts)
+        opts = &def;
+    b->graphs = !opts->no_cuda_graphs;
+    b->c.mmq = !opts->no_cuda_mmq;
+    b->c.fuse = !opts->no_fuse;
     lm_status st = LM_OK;
     int n_sm = 0, optin = 0;
     if (failed(cudaSetDevice(device), "cudaSetDevice") ||
@@ -918,7 +922,12 @@ static bool device_memory(int i, size_t *free_b, size_t *total_b)
 }
 
 #define LM_CU_DEVICE_FNS(i)                                                                                             \
-    static lm_status init_##i(lm_backend_t *out) { return backend_new(i, out); }                                    \
+    static lm_status init_##i(lm_backend_t *out) { return backend_new(i, NULL, out); }                              \
+    static lm_status init_threads_##i(int n_threads, const struct lm_backend_opts *opts, lm_backend_t *out)         \
+    {                                                                                                               \
+        (void)n_threads; /* no host threads */                                                                      \
+        return backend_new(i, opts, out);                                                                           \
+    }                                                                                                               \
     static lm_buft buft_##i(void) { return lm_cuda_buft(i); }                                                       \
     static bool mem_##i(size_t *free_b, size_t *total_b) { return device_memory(i, free_b, total_b); }
 LM_CU_DEVICE_FNS(0)
@@ -930,7 +939,7 @@ LM_CU_DEVICE_FNS(5)
 LM_CU_DEVICE_FNS(6)
 LM_CU_DEVICE_FNS(7)
 
-#define LM_CU_REG(i) {"cuda" #i, init_##i, LM_DEV_GPU, NULL, buft_##i, NULL, mem_##i}
+#define LM_CU_REG(i) {"cuda" #i, init_##i, LM_DEV_GPU, init_threads_##i, buft_##i, NULL, mem_##i}
 static const struct lm_backend_reg regs[LM_CUDA_MAX_DEVICES] = {
     LM_CU_REG(0), LM_CU_REG(1), LM_CU_REG(2), LM_CU_REG(3), LM_CU_REG(4), LM_CU_REG(5), LM_CU_REG(6), LM_CU_REG(7),
 };

@@ -7,8 +7,9 @@
  * The weights are read once per BN columns, in their quantized size, and
  * the launches can be recorded in a CUDA graph (no cuBLAS, no host sync), so
  * a graph whose products all take this path or the matvec is replayed
- * (lm_cu_matmul_capturable). LAMINA_CUDA_MMQ=0 when a backend is created
- * sends these products to the GEMM path instead (an A/B switch).
+ * (lm_cu_matmul_capturable). A backend created with lm_backend_opts.no_cuda_mmq
+ * (a context's, while LAMINA_CUDA_MMQ=0) sends these products to the GEMM
+ * path instead (an A/B switch).
  *
  * Numerics are the GEMM path's: each weight decoded exactly (dequant.cuh),
  * rounded once to F16; activations rounded to F16 with finite values past

@@ -4,7 +4,7 @@
  * fits; other MUL_MAT_ID nodes run ops_matmul.cu's matvec kernels).
  *
  * Quantized weights with up to MMQ_MAX_N tokens (lm_cu_moe_mmq_ok, unless
- * LAMINA_CUDA_MMQ=0) take the MMQ kernel per expert (below, mmq.cuh): no
+ * the backend option no_cuda_mmq) take the MMQ kernel per expert (below, mmq.cuh): no
  * host synchronization, capturable. The rest takes the cuBLAS path:
  *
  * A counting sort on the device lists the (slot, token) pairs by expert

@@ -29,6 +29,7 @@ struct lm_cparams {
     enum lm_type type_k, type_v;
     bool logits_all;
     bool embedding;
+    bool attn_unfused; /* attention as MUL_MAT, SOFT_MAX, MUL_MAT, never the ATTN op (lm_context_params) */
 };
 
 enum lm_norm_kind { LM_NORM_RMS, LM_NORM_LAYER };

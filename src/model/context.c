@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/env.h"
 #include "core/log.h"
 #include "core/time.h"
 #include "model/placement.h"
@@ -49,12 +48,13 @@ static void resolve_params(const struct lm_model *m, const struct lm_context_par
     cp->type_v = p->type_v;
     cp->logits_all = p->logits_all;
     cp->embedding = p->embedding;
+    cp->attn_unfused = p->attn_unfused;
 }
 
 /* One backend per device of the model's plan that holds a layer, the
  * output or a row slice: GPUs first (the scheduler prefers them), the host last (it
  * computes what nothing else does, and the input layer). */
-static lm_status init_backends(struct lm_context *c)
+static lm_status init_backends(struct lm_context *c, const struct lm_backend_opts *opts)
 {
     const struct lm_placement *pl = c->model->place;
     bool used[LM_MAX_DEVICES] = {false};
@@ -67,14 +67,14 @@ static lm_status init_backends(struct lm_context *c)
     for (int d = 1; d < pl->n_dev; d++) {
         if (!used[d])
             continue;
-        lm_status st = lm_backend_reg_init_threads(pl->dev[d], (int)c->cp.n_threads, &c->backends[c->n_backends]);
+        lm_status st = lm_backend_reg_init_threads(pl->dev[d], (int)c->cp.n_threads, opts, &c->backends[c->n_backends]);
         if (st) {
             LM_LOG_ERR("context: cannot start backend %s (%s)\n", pl->dev[d]->name, lm_status_str(st));
             return st;
         }
         c->n_backends++;
     }
-    lm_status st = lm_backend_reg_init_threads(pl->dev[0], (int)c->cp.n_threads, &c->cpu);
+    lm_status st = lm_backend_reg_init_threads(pl->dev[0], (int)c->cp.n_threads, opts, &c->cpu);
     if (!st)
         c->backends[c->n_backends++] = c->cpu;
     return st;
@@ -121,7 +121,7 @@ lm_status lm_context_new(const struct lm_model *model, const struct lm_context_p
         st = LM_ERR_INVALID_ARG;
     }
     if (!st)
-        st = init_backends(c);
+        st = init_backends(c, &p->backend);
     if (!st)
         st = init_kv(c, p->offload_kqv);
     if (!st)
@@ -137,7 +137,7 @@ lm_status lm_context_new(const struct lm_model *model, const struct lm_context_p
         c->embd = calloc(model->hp.n_embd, sizeof(float));
         if (!c->embd)
             st = LM_ERR_NOMEM;
-        c->reuse = lm_env_flag(LM_ENV_GRAPH_REUSE) != 0; /* read per context (core/env.c) */
+        c->reuse = !p->no_graph_reuse;
     }
     if (st) {
         lm_context_free(c);

@@ -44,7 +44,7 @@ struct lm_context {
      * other use of the graph arena or the scheduler. */
     struct lm_build kept;
     bool kept_valid;
-    bool reuse;                   /* LAMINA_GRAPH_REUSE at creation: keep graphs */
+    bool reuse;                   /* keep graphs (lm_context_params.no_graph_reuse not set) */
     int64_t n_reused;             /* decodes that ran the kept graph */
 
     float *logits;                /* rows of n_vocab floats */
@@ -70,6 +70,11 @@ struct lm_context_params {
     enum lm_type type_k, type_v;
     bool logits_all, embedding;
     bool offload_kqv;        /* each layer's KV cache on the layer's device (placement.h); false: the host */
+    /* Switches the API layer reads from the environment at context creation
+     * (api/context_api.c, core/env.c); zero is the default. */
+    bool attn_unfused;       /* attention as MUL_MAT, SOFT_MAX, MUL_MAT instead of the ATTN op */
+    bool no_graph_reuse;     /* every decode builds and allocates its graph anew */
+    struct lm_backend_opts backend; /* given to every backend the context creates */
 };
 
 lm_status lm_context_new(const struct lm_model *model, const struct lm_context_params *p, struct lm_context **out);

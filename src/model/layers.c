@@ -5,8 +5,8 @@
  * which rounds Q to F16 in the dot product exactly as the reference does),
  * softmax with scale, mask and optional ALiBi, then V·P. With F32/F16/BF16
  * caches this is one ATTN node (core/tensor.h's lm_attn: the same numbers
- * without the [n_kv, n_tokens] matrix); LAMINA_ATTN=unfused in the
- * environment (read at each graph build) and quantized caches use the
+ * without the [n_kv, n_tokens] matrix); a context made with attn_unfused
+ * (LAMINA_ATTN=unfused in the environment then) and quantized caches use the
  * unfused MUL_MAT, SOFT_MAX, MUL_MAT graph.
  */
 #include <math.h>
@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "backend/backend.h"
-#include "core/env.h"
 #include "core/op_rules.h"
 #include "model/build.h"
 #include "model/row_split.h"
@@ -182,19 +181,18 @@ static void store_kv(struct lm_build *b, int il, struct lm_tensor *k, struct lm_
     lm_graph_expand(b->graph, vset);
 }
 
-/* The fused ATTN op serves these caches unless LAMINA_ATTN=unfused (read per
- * graph build): float K and V, a Q8_0 K, a Q8_0 V (rows per cell), in host
- * or GPU memory (the CPU's and the CUDA backend's attention read them all). */
+/* The fused ATTN op serves these caches unless the context asks for the
+ * unfused graph (lm_cparams.attn_unfused: LAMINA_ATTN=unfused when it was
+ * created): float K and V, a Q8_0 K, a Q8_0 V (rows per cell), in host or
+ * GPU memory (the CPU's and the CUDA backend's attention read them all). */
 static bool fused_cache_ok(const struct lm_tensor *t)
 {
     return lm_op_float_type(t->type) || t->type == LM_TYPE_Q8_0;
 }
 
-static bool attn_fused(const struct lm_tensor *kl, const struct lm_tensor *vl)
+static bool attn_fused(const struct lm_build *b, const struct lm_tensor *kl, const struct lm_tensor *vl)
 {
-    if (strcmp(lm_env_word_name(LM_ENV_ATTN), "unfused") == 0) /* "fused" when unset or another value */
-        return false;
-    return fused_cache_ok(kl) && fused_cache_ok(vl);
+    return !b->cp->attn_unfused && fused_cache_ok(kl) && fused_cache_ok(vl);
 }
 
 struct lm_tensor *lm_b_attn(struct lm_build *b, int il, struct lm_tensor *q, struct lm_tensor *k, struct lm_tensor *v,
@@ -220,7 +218,7 @@ struct lm_tensor *lm_b_attn(struct lm_build *b, int il, struct lm_tensor *q, str
         vc = lm_view_3d(ctx, vl, b->n_kv, hv, hp->n_head_kv, lm_row_size(vl->type, kv->size),
                         lm_row_size(vl->type, kv->size) * (size_t)hv, 0);
     struct lm_tensor *cur;
-    if (attn_fused(kl, vl)) {
+    if (attn_fused(b, kl, vl)) {
         /* [hv, n_head, T]: what cont(permute(kqv)) below gives */
         struct lm_tensor *o =
             (v_rows ? lm_attn_vrows : lm_attn)(ctx, qp, kc, vc, b->inp_mask, kq_scale, hp->f_max_alibi_bias);

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/api.h"
 #include "api/imatrix_api.h"
 #include "cpu/cpu_internal.h"
 #include "cpu/repack.h"
@@ -174,9 +175,9 @@ static void test_stories(void)
 
     /* fused / unfused kernels and plain weights give the same sums */
     CHECK(lm_tensor_is_repacked((const struct lm_tensor *)llama_get_model_tensor(m, "blk.0.attn_q.weight")));
-    lm_cpu_fuse_set(false);
+    lm_cpu_backend_set_fuse(ctx->c->cpu, false);
     struct lm_imatrix *unfused = collect(ctx, toks, N_TOK, false);
-    lm_cpu_fuse_set(true);
+    lm_cpu_backend_set_fuse(ctx->c->cpu, true);
     CHECK(same_values(im, unfused));
     lm_imatrix_free(unfused);
     setenv("LAMINA_NO_REPACK", "1", 1);

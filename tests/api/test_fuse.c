@@ -119,8 +119,14 @@ static void test_decode_pairs(struct llama_model *m)
 
 static float *run(struct llama_model *m, bool fuse, int *n_out)
 {
-    lm_cpu_fuse_set(fuse);
+    if (fuse) /* read when the context is created (api/context_api.c) */
+        unsetenv("LAMINA_NO_FUSE");
+    else
+        setenv("LAMINA_NO_FUSE", "1", 1);
     struct llama_context *ctx = api_ctx(m, 64, 32, true);
+    unsetenv("LAMINA_NO_FUSE");
+    CHECKF(ctx && lm_cpu_backend_fuses(ctx->c->cpu) == fuse, "LAMINA_NO_FUSE%s: the context's CPU backend %s",
+           fuse ? " unset" : "=1", fuse ? "does not fuse" : "fuses");
     const int nv = llama_n_vocab(m);
     llama_token toks[12] = {1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315};
     float *out = malloc(sizeof(float) * (size_t)nv * 16);
@@ -154,10 +160,15 @@ int main(void)
                api_max_diff(fused, separate, (size_t)n1));
         free(fused);
         free(separate);
-        if (i == 0)
+        if (i == 0) {
             test_decode_pairs(m);
+            setenv("LAMINA_NO_FUSE", "0", 1); /* a 0/1 flag: 0 is off (it once meant "set": on) */
+            struct llama_context *ctx = api_ctx(m, 64, 32, true);
+            unsetenv("LAMINA_NO_FUSE");
+            CHECKF(ctx && lm_cpu_backend_fuses(ctx->c->cpu), "LAMINA_NO_FUSE=0: no fusion");
+            llama_free(ctx);
+        }
         llama_free_model(m);
     }
-    lm_cpu_fuse_set(true);
     return lm_test_summary();
 }

@@ -1,12 +1,13 @@
 /* test_env.c - the LAMINA_* switch table and parser (core/env.h): every row
  * well-formed; each switch's value set, read, unset and read again, with the
- * values each switch accepts and garbage (which must fall back to the default
- * exactly as the old per-site getenv() code did: a bad LAMINA_ISA means the
- * best level, a LAMINA_PREFETCH other than 0/1 the CPU's choice, any
- * LAMINA_HUGEPAGES beginning with '0' is off, LAMINA_NO_* are on for any
- * value, even "0"); that nothing is cached (a second read after setenv sees
- * the new value); that docs/architecture.md documents every row and its
- * words; and that no file in src/ calls getenv("LAMINA_...") itself. */
+ * values each switch accepts and garbage (which must fall back to the
+ * default: a bad LAMINA_ISA means the best level, a LAMINA_PREFETCH other
+ * than 0/1 the CPU's choice; every flag takes exactly "0" or "1", so
+ * LAMINA_NO_*=0 is off and LAMINA_HUGEPAGES=00 the default, on); that nothing
+ * is cached (a second read after setenv sees the new value); that
+ * docs/architecture.md documents every row and its words; that no file in
+ * src/ calls getenv("LAMINA_...") itself; and that configuration is read at
+ * the edge: no file in src/ outside api/ and core/env.[ch] names lm_env_*. */
 #define _XOPEN_SOURCE 700
 #include <ftw.h>
 #include <stdbool.h>
@@ -56,23 +57,25 @@ static const struct env_case cases[] = {
     {LM_ENV_PREFETCH, "2", LM_ENV_AUTO},
     {LM_ENV_PREFETCH, "", LM_ENV_AUTO},
     {LM_ENV_PREFETCH, "on", LM_ENV_AUTO},
-    /* LAMINA_HUGEPAGES: off when the value begins with '0' */
+    /* LAMINA_HUGEPAGES: exactly "0" is off (no longer any value beginning with '0') */
     {LM_ENV_HUGEPAGES, UNSET, 1},
     {LM_ENV_HUGEPAGES, "0", 0},
-    {LM_ENV_HUGEPAGES, "00", 0},
-    {LM_ENV_HUGEPAGES, "0ff", 0},
+    {LM_ENV_HUGEPAGES, "00", 1},
+    {LM_ENV_HUGEPAGES, "0ff", 1},
     {LM_ENV_HUGEPAGES, "1", 1},
     {LM_ENV_HUGEPAGES, "", 1},
     {LM_ENV_HUGEPAGES, "off", 1},
-    /* LAMINA_NO_REPACK, LAMINA_NO_FUSE: set at all is on */
+    /* LAMINA_NO_REPACK, LAMINA_NO_FUSE: exactly "1" is on (no longer any value, "0" included) */
     {LM_ENV_NO_REPACK, UNSET, 0},
     {LM_ENV_NO_REPACK, "1", 1},
-    {LM_ENV_NO_REPACK, "0", 1},
-    {LM_ENV_NO_REPACK, "", 1},
+    {LM_ENV_NO_REPACK, "0", 0},
+    {LM_ENV_NO_REPACK, "", 0},
+    {LM_ENV_NO_REPACK, "yes", 0},
     {LM_ENV_NO_FUSE, UNSET, 0},
     {LM_ENV_NO_FUSE, "1", 1},
-    {LM_ENV_NO_FUSE, "0", 1},
-    {LM_ENV_NO_FUSE, "", 1},
+    {LM_ENV_NO_FUSE, "0", 0},
+    {LM_ENV_NO_FUSE, "", 0},
+    {LM_ENV_NO_FUSE, "on", 0},
     /* LAMINA_ATTN: exactly "unfused"; anything else fused */
     {LM_ENV_ATTN, UNSET, 0},
     {LM_ENV_ATTN, "unfused", 1},
@@ -102,10 +105,7 @@ static const struct env_case cases[] = {
     {LM_ENV_MODULE_PATH, "/a:/b", 1},
 };
 
-static bool is_flag(enum lm_env_kind k)
-{
-    return k == LM_ENV_FLAG_SET || k == LM_ENV_FLAG_01 || k == LM_ENV_FLAG_LEAD0;
-}
+static bool is_flag(enum lm_env_kind k) { return k == LM_ENV_FLAG; }
 
 static int n_words(const struct lm_env_switch *s)
 {
@@ -139,8 +139,7 @@ static void check_table(void)
         const int nw = n_words(s);
         if (is_flag(s->kind)) {
             CHECKF(nw == 0, "%s: a flag has no words", s->name);
-            CHECKF(s->def == 0 || s->def == 1 || (s->def == LM_ENV_AUTO && s->kind == LM_ENV_FLAG_01), "%s: default %d",
-                   s->name, s->def);
+            CHECKF(s->def == 0 || s->def == 1 || s->def == LM_ENV_AUTO, "%s: default %d", s->name, s->def);
         } else if (s->kind == LM_ENV_PATH) {
             CHECKF(nw == 0 && s->def == 0, "%s: a path has no words and default 0", s->name);
         } else if (s->kind == LM_ENV_WORD) {
@@ -234,9 +233,18 @@ static void check_docs(void)
     free(doc);
 }
 
-static int n_getenv_sites;
+static int n_getenv_sites, n_deep_sites, n_edge_sites, n_scanned;
 
-/* nftw callback: count getenv("LAMINA_ in a source file of src/. */
+/* Whether path (under LM_SOURCE_DIR "/src/") may call the lm_env_* accessors:
+ * the API layer, where configuration is read, and the table itself. */
+static bool may_read_env(const char *path)
+{
+    const char *rel = path + strlen(LM_SOURCE_DIR "/src/");
+    return strncmp(rel, "api/", 4) == 0 || strcmp(rel, "core/env.c") == 0 || strcmp(rel, "core/env.h") == 0;
+}
+
+/* nftw callback: count getenv("LAMINA_ in a source file of src/, and any
+ * lm_env_ (a call, a type, a mention) outside api/ and core/env.[ch]. */
 static int scan_file(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
     (void)st;
@@ -245,9 +253,18 @@ static int scan_file(const char *path, const struct stat *st, int type, struct F
     if (type != FTW_F || !dot || (strcmp(dot, ".c") && strcmp(dot, ".h") && strcmp(dot, ".cu") && strcmp(dot, ".cuh")))
         return 0;
     char *text = read_text(path);
+    n_scanned += text != NULL;
     for (const char *p = text; p && (p = strstr(p, "getenv(\"LAMINA_")); p++) {
         n_getenv_sites++;
         fprintf(stderr, "%s: reads a LAMINA_* variable itself; add it to core/env.c's table\n", path);
+    }
+    for (const char *p = text; p && (p = strstr(p, "lm_env_")); p++) {
+        if (may_read_env(path)) {
+            n_edge_sites += strncmp(path + strlen(LM_SOURCE_DIR "/src/"), "api/", 4) == 0;
+            continue;
+        }
+        n_deep_sites++;
+        fprintf(stderr, "%s: uses lm_env_* (\"%.24s\"); read the switch in src/api/ and pass it down\n", path, p);
     }
     free(text);
     return 0;
@@ -260,5 +277,8 @@ int main(void)
     check_docs();
     CHECK(nftw(LM_SOURCE_DIR "/src", scan_file, 16, FTW_PHYS) == 0);
     CHECKF(n_getenv_sites == 0, "%d getenv(\"LAMINA_...\") outside core/env.c", n_getenv_sites);
+    CHECKF(n_deep_sites == 0, "%d lm_env_* outside src/api/ and core/env.[ch]", n_deep_sites);
+    CHECKF(n_scanned > 100, "only %d source files scanned under %s", n_scanned, LM_SOURCE_DIR "/src");
+    CHECKF(n_edge_sites >= LM_ENV_COUNT, "%d lm_env_* in src/api/, want one read per switch at least", n_edge_sites);
     return lm_test_summary();
 }

@@ -2,7 +2,8 @@
  * sizes that overflow the rounding, the requested alignment for small
  * buffers, 2 MiB alignment for buffers of 2 MiB and more (the huge-page
  * advice needs whole aligned pages), every byte writable (ASan checks the
- * bounds), and the same contract with LAMINA_HUGEPAGES=0. Whether the kernel
+ * bounds), and the same contract with lm_alloc_set_huge_pages(false) (what
+ * LAMINA_HUGEPAGES=0 sets through llama_backend_init). Whether the kernel
  * really backs the buffer with huge pages depends on its settings, so that
  * is printed (AnonHugePages), not asserted. */
 #include <stdbool.h>
@@ -68,8 +69,15 @@ static void check_contract(bool huge)
 
 int main(void)
 {
+    CHECK(lm_alloc_huge_pages());
     check_contract(true);
-    setenv("LAMINA_HUGEPAGES", "0", 1);
+    setenv("LAMINA_HUGEPAGES", "0", 1); /* read by llama_backend_init only: no effect here */
+    check_contract(true);
+    unsetenv("LAMINA_HUGEPAGES");
+    lm_alloc_set_huge_pages(false);
+    CHECK(!lm_alloc_huge_pages());
     check_contract(false);
+    lm_alloc_set_huge_pages(true);
+    CHECK(lm_alloc_huge_pages());
     return lm_test_summary();
 }

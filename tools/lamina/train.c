@@ -498,6 +498,7 @@ int cmd_train(int argc, char **argv)
         .norm_eps = 1e-5f, .rope_base = 10000.0f, .out_type = "f32",
     };
     int r = parse(argc, argv, &o, false);
+    llama_backend_init(false); /* the process-wide LAMINA_* switches (kernel level, huge pages, log level) */
     if (r)
         return r == 1 ? 0 : 2;
     if (!o.kv_heads)
@@ -654,6 +655,7 @@ int cmd_finetune(int argc, char **argv)
         .beta2 = 0.999f, .rank = 8, .alpha = 16, .targets = "q,k,v,o", .out_type = "f32",
     };
     int r = parse(argc, argv, &o, true);
+    llama_backend_init(false); /* the process-wide LAMINA_* switches (kernel level, huge pages, log level) */
     if (r)
         return r == 1 ? 0 : 2;
     unsigned targets = 0;

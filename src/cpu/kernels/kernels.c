@@ -3,16 +3,15 @@
  * Level tables are built once (pthread_once) and never change afterwards, so
  * readers need no lock; the active level is an atomic index. A level is
  * available when this build contains its kernel folder (LM_HAVE_X86_*, set by
- * CMake) and cpuid reports its features. LAMINA_ISA=<name> (read once, here)
- * starts the process at a lower level, e.g. to compare "avx512" with "amx" in
- * whole-model runs.
+ * CMake) and cpuid reports its features. A process starts at the best level;
+ * lm_cpu_isa_limit lowers it (llama_backend_init does, once, for LAMINA_ISA=<name>:
+ * e.g. to compare "avx512" with "amx" in whole-model runs).
  */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/env.h"
 #include "cpu/kernels/gemm.h"
 #include "cpu/kernels/kernels.h"
 
@@ -196,12 +195,7 @@ static void build_tables(void)
     }
 #endif
     (void)f;
-    int start = (int)best; /* LAMINA_ISA may name a lower level to start at */
-    const char *want = lm_env_word_name(LM_ENV_ISA); /* NULL: unset or not a level's name */
-    for (int i = 0; want && i < (int)best; i++)
-        if (strcmp(want, isa_names[i]) == 0)
-            start = i;
-    atomic_store(&g_active, start);
+    atomic_store(&g_active, (int)best);
 }
 
 /* The name of a kernel set ("generic", "avx2", "avx512", "amx"; "?" if out of range). */
@@ -229,6 +223,21 @@ enum lm_cpu_isa lm_cpu_isa_limit(enum lm_cpu_isa isa)
     int lvl = (int)isa < 0 ? 0 : (isa > best ? (int)best : (int)isa);
     atomic_store(&g_active, lvl);
     return (enum lm_cpu_isa)lvl;
+}
+
+/* Software prefetch in the AVX-512 kernels: mode 0 off, 1 on, anything else
+ * the CPU's choice (the default). Builds the tables first (the AVX-512 init
+ * makes the CPU's choice), so a later call always wins. Process-wide; call
+ * between graph computations. */
+void lm_cpu_prefetch_set(int mode)
+{
+    pthread_once(&g_once, build_tables);
+#ifdef LM_HAVE_X86_AVX512
+    if (g_available[LM_ISA_AVX512])
+        lm_cpu_prefetch_avx512(mode);
+#else
+    (void)mode;
+#endif
 }
 
 /* The active table (level min(limit, best)); builds the tables on first use. */

@@ -352,6 +352,9 @@ void lm_silu_generic(int64_t n, float *y, const float *x);
 
 void lm_cpu_kernels_init_avx2(struct lm_cpu_kernels *k);   /* kernels/x86-avx2/ */
 void lm_cpu_kernels_init_avx512(struct lm_cpu_kernels *k); /* kernels/x86-avx512/ */
+/* kernels/x86-avx512/: software prefetch of its kernels on (mode 1), off (0),
+ * or the CPU's choice (anything else); lm_cpu_prefetch_set calls it. */
+void lm_cpu_prefetch_avx512(int mode);
 void lm_cpu_kernels_init_amx(struct lm_cpu_kernels *k);    /* kernels/x86-amx/ */
 
 /* ---- AMX (kernels/x86-amx/, builds with LM_HAVE_X86_AMX; call only when

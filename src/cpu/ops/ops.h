@@ -225,7 +225,5 @@ static inline float lm_cpu_load_f32(enum lm_type t, const void *p)
 enum lm_fuse lm_cpu_fuse_match(const struct lm_tensor *a, const struct lm_tensor *b);
 /* Compute a and b (a matched pair) on this thread's rows. */
 void lm_cpu_op_fused(const struct lm_cpu_params *p, enum lm_fuse kind, struct lm_tensor *a, struct lm_tensor *b);
-/* False when LAMINA_NO_FUSE is set in the environment (for comparisons). */
-bool lm_cpu_fuse_enabled(void);
 
 #endif

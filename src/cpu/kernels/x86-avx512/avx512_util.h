@@ -28,7 +28,8 @@
  * true elsewhere: Sapphire Rapids (the distances in each kernel file were
  * tuned there) and Zen 5 (family 26; tinyllama tg64, 2 threads, t/s without
  * / with: Q4_0 48-52 / 61, Q8_0 32-34 / 34-36, F16 18.3-18.7 / 21-22,
- * Q4_K_M 32-41 / 52-55). LAMINA_PREFETCH=0|1 overrides it (docs/kernels.md). */
+ * Q4_K_M 32-41 / 52-55). lm_cpu_prefetch_set (LAMINA_PREFETCH=0|1) overrides it
+ * (docs/kernels.md). */
 extern bool lm_avx512_prefetch;
 
 /* A fresh zero register (a vpxord zero idiom: no execution port). GCC

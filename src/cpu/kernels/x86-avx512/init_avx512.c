@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "avx512_util.h"
-#include "core/env.h"
 #include "cpu/cpu.h"
 #include "cpu/kernels/gemm.h"
 #include "cpu/kernels/kernels.h"
@@ -184,13 +183,20 @@ static const struct lm_cpu_kernels avx512_bf16_gemm_fma_over = {
                                .gemv_x8 = lm_gemv_bf16x8_f32_avx512}},
 };
 
+/* Prefetch on (1), off (0), or the CPU's choice (anything else): off on AMD
+ * family 25 (Zen 3/4), measured faster without (avx512_util.h). */
+void lm_cpu_prefetch_avx512(int mode)
+{
+    const struct lm_cpu_features *cf = lm_cpu_features();
+    const bool zen34 = cf->amd && cf->family == 25;
+    lm_avx512_prefetch = mode == 0 || mode == 1 ? mode == 1 : !zen34;
+}
+
 /* Overrides the AVX-512 slots of k (a copy of the AVX2 table, k->isa set). */
 void lm_cpu_kernels_init_avx512(struct lm_cpu_kernels *k)
 {
-    const int pf = lm_env_flag(LM_ENV_PREFETCH); /* 0, 1 or LM_ENV_AUTO; once per process (tables built once) */
+    lm_cpu_prefetch_avx512(-1); /* the CPU's choice until lm_cpu_prefetch_set */
     const struct lm_cpu_features *cf = lm_cpu_features();
-    const bool zen34 = cf->amd && cf->family == 25; /* measured faster without: avx512_util.h */
-    lm_avx512_prefetch = pf != LM_ENV_AUTO ? pf == 1 : !zen34;
     lm_cpu_kernels_apply(k, &avx512_over);
     if (cf->avx512bf16)
         lm_cpu_kernels_apply(k, &avx512_bf16_dot_over);
