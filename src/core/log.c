@@ -8,7 +8,7 @@
 
 static lm_log_fn sink_fn;
 static void *sink_user;
-static int min_level = -1;               /* -1: lm_log_set_level not called; default_level applies */
+static int min_level = -1;              /* -1: lm_log_set_level not called; default_level applies */
 static int default_level = LM_LOG_INFO; /* lm_log_set_default_level (LAMINA_LOG through llama_backend_init) */
 
 void lm_log_set(lm_log_fn fn, void *user)
@@ -22,10 +22,7 @@ void lm_log_set_level(enum lm_log_level level)
     min_level = (int)level;
 }
 
-void lm_log_set_default_level(enum lm_log_level level)
-{
-    default_level = (int)level;
-}
+void lm_log_set_default_level(enum lm_log_level level) { default_level = (int)level; }
 
 void lm_log(enum lm_log_level level, const char *fmt, ...)
 {

@@ -72,8 +72,8 @@ struct lm_context_params {
     bool offload_kqv;        /* each layer's KV cache on the layer's device (placement.h); false: the host */
     /* Switches the API layer reads from the environment at context creation
      * (api/context_api.c, core/env.c); zero is the default. */
-    bool attn_unfused;       /* attention as MUL_MAT, SOFT_MAX, MUL_MAT instead of the ATTN op */
-    bool no_graph_reuse;     /* every decode builds and allocates its graph anew */
+    bool attn_unfused;              /* attention as MUL_MAT, SOFT_MAX, MUL_MAT instead of the ATTN op */
+    bool no_graph_reuse;            /* every decode builds and allocates its graph anew */
     struct lm_backend_opts backend; /* given to every backend the context creates */
 };
 
