@@ -1,9 +1,12 @@
 /* context.c - context creation and llama_decode: batch checks, KV slot,
  * graph build, allocation, inputs, compute, outputs.
  *
- * Per decode nothing is allocated while shapes repeat: the graph arena is
- * reset, the scheduler's buffers only grow, and the logits buffer keeps its
- * capacity. A decode of the same shape as the last one (one token after
+ * A decode of the last one's shape allocates nothing (tests/api/
+ * test_decode_alloc.c counts): the batch's per-token arrays are made with the
+ * context (n_batch entries), the mask's host copy, the scheduler's buffers
+ * and the logits buffer only grow, and the kept graph runs again. A new shape
+ * builds its graph in the reset arena and plans it (the scheduler's and the
+ * graph allocator's planning allocate). A decode of the same shape as the last one (one token after
  * another, mostly) builds nothing: it runs the last graph again, kept
  * allocated, with new inputs (the cache cells it writes are one)
  * (build and allocation took ~0.4 ms a token for a 22-layer model, most of
@@ -99,6 +102,9 @@ static lm_status init_kv(struct lm_context *c, bool offload_kqv)
     return st;
 }
 
+static struct lm_batch_scratch *batch_info_new(uint32_t n);
+static void batch_info_free(struct lm_batch_scratch *bi);
+
 lm_status lm_context_new(const struct lm_model *model, const struct lm_context_params *p, struct lm_context **out)
 {
     if (!model || !p || !out || !model->ctx || !model->place)
@@ -135,7 +141,8 @@ lm_status lm_context_new(const struct lm_model *model, const struct lm_context_p
     }
     if (!st) {
         c->embd = calloc(model->hp.n_embd, sizeof(float));
-        if (!c->embd)
+        c->scratch = batch_info_new(c->cp.n_batch ? c->cp.n_batch : 1);
+        if (!c->embd || !c->scratch)
             st = LM_ERR_NOMEM;
         c->reuse = !p->no_graph_reuse;
     }
@@ -158,6 +165,8 @@ void lm_context_free(struct lm_context *c)
     lm_ctx_free(c->gctx);
     free(c->logits);
     free(c->embd);
+    batch_info_free(c->scratch);
+    free(c->mask);
     free(c);
 }
 
@@ -174,7 +183,7 @@ void lm_context_set_observer(struct lm_context *c, lm_sched_want_fn want, lm_sch
 
 /* ---- batch checks ---- */
 
-struct batch_info {
+struct lm_batch_scratch {
     int32_t *pos;
     uint64_t *seq;      /* sequence masks */
     int32_t *seq0;      /* first sequence of each token (for the mask) */
@@ -184,16 +193,37 @@ struct batch_info {
     bool rows_by_index; /* logits stored as rows by batch index */
 };
 
-static void batch_info_free(struct batch_info *bi)
+static void batch_info_free(struct lm_batch_scratch *bi)
 {
+    if (!bi)
+        return;
     free(bi->pos);
     free(bi->seq);
     free(bi->seq0);
     free(bi->out_ids);
     free(bi->cells);
+    free(bi);
 }
 
-static int check_batch(struct lm_context *c, const struct lm_batch *b, struct batch_info *bi)
+/* The per-token arrays for batches of up to n tokens; NULL on OOM. */
+static struct lm_batch_scratch *batch_info_new(uint32_t n)
+{
+    struct lm_batch_scratch *bi = calloc(1, sizeof *bi);
+    if (!bi)
+        return NULL;
+    bi->pos = malloc((size_t)n * sizeof *bi->pos);
+    bi->seq = malloc((size_t)n * sizeof *bi->seq);
+    bi->seq0 = malloc((size_t)n * sizeof *bi->seq0);
+    bi->out_ids = malloc((size_t)n * sizeof *bi->out_ids);
+    bi->cells = malloc((size_t)n * sizeof *bi->cells);
+    if (!bi->pos || !bi->seq || !bi->seq0 || !bi->out_ids || !bi->cells) {
+        batch_info_free(bi);
+        return NULL;
+    }
+    return bi;
+}
+
+static int check_batch(struct lm_context *c, const struct lm_batch *b, struct lm_batch_scratch *bi)
 {
     const struct lm_model *m = c->model;
     int32_t n = b->n_tokens;
@@ -205,13 +235,6 @@ static int check_batch(struct lm_context *c, const struct lm_batch *b, struct ba
         LM_LOG_ERR("decode: batch has neither tokens nor embeddings\n");
         return -1;
     }
-    bi->pos = malloc((size_t)n * sizeof *bi->pos);
-    bi->seq = malloc((size_t)n * sizeof *bi->seq);
-    bi->seq0 = malloc((size_t)n * sizeof *bi->seq0);
-    bi->out_ids = malloc((size_t)n * sizeof *bi->out_ids);
-    bi->cells = malloc((size_t)n * sizeof *bi->cells);
-    if (!bi->pos || !bi->seq || !bi->seq0 || !bi->out_ids || !bi->cells)
-        return -2;
     for (int32_t i = 0; i < n; i++) {
         if (b->token && (b->token[i] < 0 || (uint32_t)b->token[i] >= m->hp.n_vocab)) {
             LM_LOG_ERR("decode: token %d at %d is not in the vocabulary (n_vocab %u)\n", b->token[i], i, m->hp.n_vocab);
@@ -256,7 +279,7 @@ static int check_batch(struct lm_context *c, const struct lm_batch *b, struct ba
 /* An encoder encodes each batch alone (llama.cpp runs BERT without a
  * cache): the batch must be one sequence at positions the model has, and
  * the cache is cleared first, so nothing of an earlier decode is seen. */
-static int encoder_begin(struct lm_context *c, const struct lm_batch *b, const struct batch_info *bi)
+static int encoder_begin(struct lm_context *c, const struct lm_batch *b, const struct lm_batch_scratch *bi)
 {
     const struct lm_hparams *hp = &c->model->hp;
     for (int32_t i = 0; i < b->n_tokens; i++) {
@@ -276,7 +299,7 @@ static int encoder_begin(struct lm_context *c, const struct lm_batch *b, const s
 /* ---- inputs and outputs ---- */
 
 static lm_status set_inputs(struct lm_context *c, struct lm_build *bd, const struct lm_batch *b,
-                            const struct batch_info *bi)
+                            const struct lm_batch_scratch *bi)
 {
     lm_status st = LM_OK;
     int32_t n = b->n_tokens;
@@ -292,9 +315,14 @@ static lm_status set_inputs(struct lm_context *c, struct lm_build *bd, const str
         st = lm_tensor_set(bd->inp_kv_idx, bi->cells, 0, (size_t)n * sizeof *bi->cells);
     if (!st && bd->inp_mask) {
         size_t sz = (size_t)bd->n_kv * (size_t)n;
-        float *mask = malloc(sz * sizeof(float));
-        if (!mask)
-            return LM_ERR_NOMEM;
+        if (sz > c->mask_cap) {
+            float *grown = realloc(c->mask, sz * sizeof(float));
+            if (!grown)
+                return LM_ERR_NOMEM;
+            c->mask = grown;
+            c->mask_cap = sz;
+        }
+        float *mask = c->mask;
         for (int32_t j = 0; j < n; j++) {
             uint64_t bit = (uint64_t)1 << bi->seq0[j];
             for (int32_t i = 0; i < bd->n_kv; i++) {
@@ -307,7 +335,6 @@ static lm_status set_inputs(struct lm_context *c, struct lm_build *bd, const str
             }
         }
         st = lm_tensor_set(bd->inp_mask, mask, 0, sz * sizeof(float));
-        free(mask);
     }
     return st;
 }
@@ -330,7 +357,7 @@ static lm_status read_encoder_embd(struct lm_context *c, const struct lm_tensor 
 }
 
 static lm_status read_outputs(struct lm_context *c, struct lm_build *bd, const struct lm_batch *b,
-                              const struct batch_info *bi)
+                              const struct lm_batch_scratch *bi)
 {
     const struct lm_hparams *hp = &c->model->hp;
     size_t nv = hp->n_vocab;
@@ -426,7 +453,7 @@ lm_status lm_context_apply_k_shift(struct lm_context *c)
 }
 
 /* The kept graph serves this batch: the same shape (its cells are an input). */
-static bool reuse_kept(struct lm_context *c, const struct lm_batch *b, const struct batch_info *bi, int32_t n_kv)
+static bool reuse_kept(struct lm_context *c, const struct lm_batch *b, const struct lm_batch_scratch *bi, int32_t n_kv)
 {
     struct lm_build *bd = &c->kept;
     return c->kept_valid && bd->n_tokens == b->n_tokens && bd->n_outputs == bi->n_out && bd->n_kv == n_kv &&
@@ -434,7 +461,7 @@ static bool reuse_kept(struct lm_context *c, const struct lm_batch *b, const str
 }
 
 /* Build and allocate the graph of batch b into c->kept. */
-static lm_status build_batch(struct lm_context *c, const struct lm_batch *b, const struct batch_info *bi,
+static lm_status build_batch(struct lm_context *c, const struct lm_batch *b, const struct lm_batch_scratch *bi,
                              int32_t n_kv)
 {
     struct lm_build *bd = &c->kept;
@@ -457,7 +484,7 @@ static lm_status build_batch(struct lm_context *c, const struct lm_batch *b, con
     return st;
 }
 
-static lm_status compute_batch(struct lm_context *c, const struct lm_batch *b, const struct batch_info *bi)
+static lm_status compute_batch(struct lm_context *c, const struct lm_batch *b, const struct lm_batch_scratch *bi)
 {
     /* the cells attended to: a multiple of 32 (so the graph's shape changes
      * every 32 tokens, not every token), at most the cache */
@@ -487,21 +514,18 @@ static lm_status compute_batch(struct lm_context *c, const struct lm_batch *b, c
 
 int lm_context_decode(struct lm_context *c, const struct lm_batch *b)
 {
-    struct batch_info bi = {0};
+    struct lm_batch_scratch bi = *c->scratch; /* the context's arrays; n_out and rows_by_index are this decode's */
     int64_t t0 = lm_time_us();
     int ret = check_batch(c, b, &bi);
     if (ret) {
-        batch_info_free(&bi);
         return ret;
     }
     if (lm_arch_get(c->model->hp.arch)->encoder && (ret = encoder_begin(c, b, &bi)) != 0) {
-        batch_info_free(&bi);
         return ret;
     }
     lm_status st = lm_context_apply_k_shift(c);
     if (st) {
         LM_LOG_ERR("decode: cannot rotate the cached keys for the shifted positions: %s\n", lm_status_str(st));
-        batch_info_free(&bi);
         return -2;
     }
     struct lm_kv_cache *kv = &c->kv;
@@ -509,14 +533,12 @@ int lm_context_decode(struct lm_context *c, const struct lm_batch *b)
         kv->head = 0;
     uint32_t head = kv->head;
     if (!lm_kv_find_slot(kv, (uint32_t)b->n_tokens, bi.pos, bi.seq, bi.cells)) {
-        batch_info_free(&bi);
         return 1;
     }
     st = compute_batch(c, b, &bi);
     if (st) {
         LM_LOG_ERR("decode: %s\n", lm_status_str(st));
         lm_kv_release(kv, bi.cells, (uint32_t)b->n_tokens, head); /* give the cells back */
-        batch_info_free(&bi);
         return -2;
     }
     int64_t dt = lm_time_us() - t0;
@@ -527,6 +549,5 @@ int lm_context_decode(struct lm_context *c, const struct lm_batch *b)
         c->t_p_eval_us += dt;
         c->n_p_eval += b->n_tokens;
     }
-    batch_info_free(&bi);
     return 0;
 }

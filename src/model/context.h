@@ -47,6 +47,13 @@ struct lm_context {
     bool reuse;                   /* keep graphs (lm_context_params.no_graph_reuse not set) */
     int64_t n_reused;             /* decodes that ran the kept graph */
 
+    /* A decode's per-token arrays (context.c's struct batch_info), n_batch
+     * entries each, made with the context; and the attention mask's host
+     * copy, grown to the largest n_kv x n_tokens seen and never shrunk. */
+    struct lm_batch_scratch *scratch;
+    float *mask;
+    size_t mask_cap; /* floats allocated */
+
     float *logits;                /* rows of n_vocab floats */
     size_t logits_cap;            /* floats allocated */
     int32_t n_logit_rows;         /* rows valid after the last decode */
