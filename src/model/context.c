@@ -6,11 +6,9 @@
  * context (n_batch entries), the mask's host copy, the scheduler's buffers
  * and the logits buffer only grow, and the kept graph runs again. A new shape
  * builds its graph in the reset arena and plans it (the scheduler's and the
- * graph allocator's planning allocate). A decode of the same shape as the last one (one token after
- * another, mostly) builds nothing: it runs the last graph again, kept
- * allocated, with new inputs (the cache cells it writes are one)
- * (build and allocation took ~0.4 ms a token for a 22-layer model, most of
- * it cache misses after the weights streamed through).
+ * graph allocator's planning allocate). Running the kept graph again with
+ * new inputs (the cache cells it writes among them) skips the build and the
+ * allocation, whose cost docs/performance.md gives.
  */
 #include "model/context.h"
 
