@@ -12,24 +12,36 @@
  * must give the same greedy tokens and logits within BOUND, and the graphs
  * must really differ (ATTN nodes and no SOFT_MAX when fused; the reverse when
  * unfused), so the comparison cannot pass by running one path twice.
- * The fused op keeps the unfused kernels' rounding and summation lanes
- * (src/cpu/ops/attention.c), so the logits are expected to be identical; the
- * measured difference is printed.
+ * The fused op keeps the unfused graph's roundings (q and p to the cache's
+ * dot type, src/cpu/ops/attention.c) but sums only the visible cells, where
+ * the unfused products run over whole rows from cell 0 with exact zeros
+ * between: with the generic kernels (one sequential sum) that is the same
+ * sum, and the logits must be identical (checked at the generic level); a
+ * kernel with vector lanes groups the terms differently by the offset of
+ * the first visible cell, so the f32 results differ in their last bits, and
+ * with an F16 or Q8_0 cache such a difference can move a value across a
+ * rounding step of the next F16 rounding (2^-11 relative), which the later
+ * layers carry (Zen 3, AVX2: 6.9e-5 with F16 K and V, 9.1e-5 with Q8_0 K;
+ * 7.7e-7 with F32 K and V). The measured difference is printed.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/api.h"
+#include "cpu/cpu.h"
 #include "util_api.h"
 
 #define N_PROMPT 12
 #define N_GEN 40
 #define N_SEQ_TOK 8
-/* max |fused - unfused| over a row, relative to the row's max |logit|: the
- * ops differ at most by f32 summation order (~1e-7 relative per dot) */
+/* max |fused - unfused| over a row, relative to the row's max |logit|: with
+ * F32 caches the ops differ by f32 summation order (~1e-7 relative per dot);
+ * a cache rounded to F16 or Q8_0 lets such a difference flip a rounding (see
+ * above) */
 #define BOUND 1e-5
-#define BOUND_V_ROWS 5e-5
+#define BOUND_ROUNDED 2e-4
+#define BOUND_V_ROWS 2e-4
 
 static const llama_token PROMPT[N_PROMPT] = {1, 403, 407, 261, 378, 432, 383, 286, 261, 346, 306, 414};
 
@@ -163,10 +175,16 @@ static void compare(const char *path, enum ggml_type type_k, enum ggml_type type
 int main(void)
 {
     api_test_init();
-    compare("models/stories260K.gguf", GGML_TYPE_F16, GGML_TYPE_F16, BOUND);
+    llama_backend_init(false);
+    /* the generic kernels: one sequential sum per dot, so identical logits */
+    lm_cpu_isa_limit(LM_ISA_GENERIC);
+    compare("models/stories260K.gguf", GGML_TYPE_F16, GGML_TYPE_F16, 0.0);
+    compare("fixtures/arch/persimmon.gguf", GGML_TYPE_Q8_0, GGML_TYPE_F16, 0.0);
+    lm_cpu_isa_limit(lm_cpu_isa_best()); /* the rest at this machine's best level, as decodes run */
+    compare("models/stories260K.gguf", GGML_TYPE_F16, GGML_TYPE_F16, BOUND_ROUNDED);
     compare("models/stories260K.gguf", GGML_TYPE_F32, GGML_TYPE_F32, BOUND);
-    compare("models/llama-2-tiny-random.gguf", GGML_TYPE_F16, GGML_TYPE_F16, BOUND);
-    compare("fixtures/arch/persimmon.gguf", GGML_TYPE_Q8_0, GGML_TYPE_F16, BOUND);
+    compare("models/llama-2-tiny-random.gguf", GGML_TYPE_F16, GGML_TYPE_F16, BOUND_ROUNDED);
+    compare("fixtures/arch/persimmon.gguf", GGML_TYPE_Q8_0, GGML_TYPE_F16, BOUND_ROUNDED);
     /* a Q8_0 V of rows per cell: fused (p * scale) * code against the decoded
      * values' F32 dots, a rounding apart per term (seen 5.2e-6 with F16 K) */
     compare("fixtures/arch/persimmon.gguf", GGML_TYPE_F16, GGML_TYPE_Q8_0, BOUND_V_ROWS);
