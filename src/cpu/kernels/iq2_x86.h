@@ -1,7 +1,7 @@
 /* iq2_x86.h - what the x86 IQ2 kernels (AVX2, AVX-512; both built with BMI2)
  * share: the sign bits of four octets computed in a register. (Each file's
- * multi-column kernels, iq2_cols, decode a super-block once into its own
- * `struct sb` and dot it with every column.)
+ * multi-column kernels, iq2_cols of iq2_cols_x86.h, decode a super-block once
+ * into the file's own `struct sb` and dot it with every column.)
  */
 #ifndef LM_CPU_KERNELS_IQ2_X86_H
 #define LM_CPU_KERNELS_IQ2_X86_H

@@ -171,33 +171,8 @@ static inline int32_t sb_dot(const struct sb *b, const int8_t *q8)
     return hsum_i32(acc) - 128 * b->corr;
 }
 
-/* One weight row against nc columns (lm_vec_dot_cols_fn): each super-block
- * of the row (IQ2_XS if xs, else IQ2_XXS; constant after inlining) decoded
- * once, then its exact integer dot with every column's Q8_K block; the float
- * steps are the single dot's, in its order, so each column's result is
- * bit-identical to the generic vec_dot. */
-static inline __attribute__((always_inline)) void iq2_cols(const bool xs, int64_t n, int nc, float *const *s,
-                                                           const void *vx, const void *const *vy)
-{
-    const struct lm_block_iq2_xxs *xxs = vx;
-    const struct lm_block_iq2_xs *xs2 = vx;
-    float sumf[LM_VEC_DOT_COLS_MAX] = {0};
-    for (int64_t b = 0; b < n / LM_QK_K; b++) {
-        struct sb w;
-        if (xs)
-            sb_xs(xs2 + b, &w);
-        else
-            sb_xxs(xxs + b, &w);
-        const float dx = lm_fp16_to_fp32(xs ? xs2[b].d : xxs[b].d);
-        for (int c = 0; c < nc; c++) {
-            const struct lm_block_q8_K *y = (const struct lm_block_q8_K *)vy[c] + b;
-            const float d = dx * y->d;
-            sumf[c] += d * (float)sb_dot(&w, y->qs);
-        }
-    }
-    for (int c = 0; c < nc; c++)
-        *s[c] = 0.125f * sumf[c];
-}
+/* iq2_cols: the shared body over this file's struct sb and sb_* */
+#include "cpu/kernels/iq2_cols_x86.h"
 
 /* Contracts: kernels.h (lm_vec_dot_cols_fn). */
 void lm_vec_dot_cols_iq2_xxs_q8_K_avx2(int64_t n, int nc, float *const *s, const void *x, const void *const *y)
