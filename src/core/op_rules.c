@@ -523,6 +523,8 @@ const char *lm_op_name(enum lm_op op)
 
 bool lm_is_view_op(enum lm_op op) { return lm_op_has(op, LM_OPF_VIEW); }
 
+bool lm_op_computes(enum lm_op op) { return lm_op_rule(op) && op != LM_OP_NONE && !lm_op_has(op, LM_OPF_VIEW); }
+
 bool lm_op_check(const struct lm_tensor *t, char *why, size_t n)
 {
     if (!t)

@@ -62,6 +62,11 @@ const struct lm_op_rule *lm_op_rule(enum lm_op op);
 /* True when op's descriptor has every bit of flags; false for an unknown op. */
 bool lm_op_has(enum lm_op op, unsigned flags);
 
+/* True when a node of op is computed by a backend: a known op that is
+ * neither LM_OP_NONE (a leaf) nor a view. Every backend needs a compute
+ * function for exactly these ops; the others compute nothing anywhere. */
+bool lm_op_computes(enum lm_op op);
+
 /* True when t is a well-formed node: a known op, its required sources
  * present, and its rule satisfied. On false the reason goes into why (when
  * non-NULL). Backends call it with why = NULL. */

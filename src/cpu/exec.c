@@ -19,6 +19,7 @@
 
 #include "backend/backend.h"
 #include "core/log.h"
+#include "core/op_rules.h"
 #include "core/profile.h"
 #include "core/time.h"
 #include "cpu/exec.h"
@@ -90,9 +91,9 @@ static lm_status plan(const struct lm_graph *g, int nth, const struct lm_cpu_ker
             LM_LOG_ERR("cpu: node '%s' has unknown op %d\n", t->name, (int)t->op);
             return LM_ERR_UNSUPPORTED;
         }
-        if (!e->compute && (t->op == LM_OP_NONE || lm_is_view_op(t->op)))
+        if (!lm_op_computes(t->op))
             continue;
-        if (!e->compute || !lm_cpu_supports_op(t)) {
+        if (!lm_cpu_supports_op(t)) { /* false too for an op without a compute function */
             LM_LOG_ERR("cpu: op %s of '%s' not supported\n", lm_op_name(t->op), t->name);
             return LM_ERR_UNSUPPORTED;
         }
@@ -132,7 +133,7 @@ static inline int compute_node(const struct lm_cpu_params *p, const struct lm_gr
         lm_cpu_op_fused(p, kind, t, g->nodes[i + 1]);
         return i + 1;
     }
-    lm_cpu_op_row(t->op)->compute(p, t);
+    lm_cpu_op_rows[t->op].compute(p, t);
     return i;
 }
 
@@ -144,7 +145,7 @@ static void exec_nodes_profiled(const struct lm_cpu_params *p, const struct lm_g
     int64_t t0 = lm_time_ns();
     for (int i = 0; i < g->n_nodes; i++) {
         const struct lm_tensor *t = g->nodes[i];
-        if (!lm_cpu_op_row(t->op)->compute)
+        if (!lm_cpu_op_rows[t->op].compute)
             continue;
         int last = compute_node(p, g, i, fuse);
         int64_t t1 = lm_time_ns();
@@ -171,7 +172,7 @@ static void exec_worker(void *arg, int ith, int nth)
     }
     bool first = true;
     for (int i = 0; i < g->n_nodes; i++) {
-        if (!lm_cpu_op_row(g->nodes[i]->op)->compute)
+        if (!lm_cpu_op_rows[g->nodes[i]->op].compute)
             continue;
         if (!first)
             lm_cpu_sync(&p);

@@ -76,8 +76,9 @@ static bool supports_attn(const struct lm_tensor *t)
  * work NULL needs no scratch; compute NULL: not computed here (views, leaves). */
 #define ROW(o, sup, wk, fn) [LM_OP_##o] = {sup, wk, fn}
 
-/* Unsized, so that the count check fails when an op is added without its row. */
-static const struct lm_cpu_op_row rows[] = {
+/* Unsized, so that the count check fails when an op is added without its row
+ * (and the size must match ops.h's declaration). */
+const struct lm_cpu_op_row lm_cpu_op_rows[] = {
     ROW(NONE, NULL, NULL, NULL),
     ROW(ADD, NULL, NULL, lm_cpu_op_binary),
     ROW(MUL, NULL, NULL, lm_cpu_op_binary),
@@ -116,19 +117,23 @@ static const struct lm_cpu_op_row rows[] = {
     ROW(CROSS_ENTROPY_LOSS, NULL, lm_cpu_work_cross_entropy, lm_cpu_op_cross_entropy_loss),
     ROW(CROSS_ENTROPY_LOSS_BACK, NULL, lm_cpu_work_cross_entropy, lm_cpu_op_cross_entropy_loss_back),
 };
-_Static_assert(sizeof rows / sizeof rows[0] == LM_OP_COUNT, "every enum lm_op needs its row in the CPU table");
+_Static_assert(sizeof lm_cpu_op_rows / sizeof lm_cpu_op_rows[0] == LM_OP_COUNT,
+               "every enum lm_op needs its row in the CPU table");
 
 /* The row of op (never NULL for an op of enum lm_op), or NULL outside the enum. Pure. */
-const struct lm_cpu_op_row *lm_cpu_op_row(enum lm_op op) { return (unsigned)op < LM_OP_COUNT ? &rows[op] : NULL; }
+const struct lm_cpu_op_row *lm_cpu_op_row(enum lm_op op)
+{
+    return (unsigned)op < LM_OP_COUNT ? &lm_cpu_op_rows[op] : NULL;
+}
 
 /* True when the CPU ops compute node t as tensor.h defines it. Pure; thread-safe. */
 bool lm_cpu_supports_op(const struct lm_tensor *t)
 {
     if (!lm_op_check(t, NULL, 0))
         return false;
-    const struct lm_cpu_op_row *r = &rows[t->op];
+    const struct lm_cpu_op_row *r = &lm_cpu_op_rows[t->op];
     if (!r->compute) /* a view or a leaf computes nothing; any other op without compute is not ours */
-        return t->op == LM_OP_NONE || lm_is_view_op(t->op);
+        return !lm_op_computes(t->op);
     /* repacked weights are only readable as a matmul's weight operand, as
      * GET_ROWS's table (a tied embedding) and as GET_ROWS_BACK's like (read
      * for its shape only) */

@@ -418,8 +418,8 @@ static const struct op_row *family(enum lm_op op)
 
 static bool supports(const struct lm_cu_ctx *c, const struct lm_tensor *t)
 {
-    if (lm_is_view_op(t->op) || t->op == LM_OP_NONE)
-        return true;
+    if (!lm_op_computes(t->op))
+        return lm_op_rule(t->op) != NULL; /* a leaf or a view: nothing to compute; an unknown op: no */
     const struct op_row *f = family(t->op);
     return f && lm_op_check(t, NULL, 0) && f->supports(&c->lim, t);
 }
@@ -550,7 +550,7 @@ static bool be_supports_buft(lm_backend_t be, lm_buft buft) { return buft == lm_
 /* True for a node that launches work (not a view, not empty). */
 static bool launches(const struct lm_tensor *t)
 {
-    return t->op != LM_OP_NONE && !lm_is_view_op(t->op) && lm_nelements(t) > 0;
+    return lm_op_computes(t->op) && lm_nelements(t) > 0;
 }
 
 /* The pair t and the node after it make when they run as one launch

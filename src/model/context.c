@@ -100,8 +100,8 @@ static lm_status init_kv(struct lm_context *c, bool offload_kqv)
     return st;
 }
 
-static struct lm_batch_scratch *batch_info_new(uint32_t n);
-static void batch_info_free(struct lm_batch_scratch *bi);
+static struct lm_batch_scratch *scratch_new(uint32_t n);
+static void scratch_free(struct lm_batch_scratch *bi);
 
 lm_status lm_context_new(const struct lm_model *model, const struct lm_context_params *p, struct lm_context **out)
 {
@@ -139,7 +139,7 @@ lm_status lm_context_new(const struct lm_model *model, const struct lm_context_p
     }
     if (!st) {
         c->embd = calloc(model->hp.n_embd, sizeof(float));
-        c->scratch = batch_info_new(c->cp.n_batch ? c->cp.n_batch : 1);
+        c->scratch = scratch_new(c->cp.n_batch ? c->cp.n_batch : 1);
         if (!c->embd || !c->scratch)
             st = LM_ERR_NOMEM;
         c->reuse = !p->no_graph_reuse;
@@ -163,7 +163,7 @@ void lm_context_free(struct lm_context *c)
     lm_ctx_free(c->gctx);
     free(c->logits);
     free(c->embd);
-    batch_info_free(c->scratch);
+    scratch_free(c->scratch);
     free(c->mask);
     free(c);
 }
@@ -191,7 +191,7 @@ struct lm_batch_scratch {
     bool rows_by_index; /* logits stored as rows by batch index */
 };
 
-static void batch_info_free(struct lm_batch_scratch *bi)
+static void scratch_free(struct lm_batch_scratch *bi)
 {
     if (!bi)
         return;
@@ -204,7 +204,7 @@ static void batch_info_free(struct lm_batch_scratch *bi)
 }
 
 /* The per-token arrays for batches of up to n tokens; NULL on OOM. */
-static struct lm_batch_scratch *batch_info_new(uint32_t n)
+static struct lm_batch_scratch *scratch_new(uint32_t n)
 {
     struct lm_batch_scratch *bi = calloc(1, sizeof *bi);
     if (!bi)
@@ -215,7 +215,7 @@ static struct lm_batch_scratch *batch_info_new(uint32_t n)
     bi->out_ids = malloc((size_t)n * sizeof *bi->out_ids);
     bi->cells = malloc((size_t)n * sizeof *bi->cells);
     if (!bi->pos || !bi->seq || !bi->seq0 || !bi->out_ids || !bi->cells) {
-        batch_info_free(bi);
+        scratch_free(bi);
         return NULL;
     }
     return bi;
@@ -515,12 +515,10 @@ int lm_context_decode(struct lm_context *c, const struct lm_batch *b)
     struct lm_batch_scratch bi = *c->scratch; /* the context's arrays; n_out and rows_by_index are this decode's */
     int64_t t0 = lm_time_us();
     int ret = check_batch(c, b, &bi);
-    if (ret) {
+    if (ret)
         return ret;
-    }
-    if (lm_arch_get(c->model->hp.arch)->encoder && (ret = encoder_begin(c, b, &bi)) != 0) {
+    if (lm_arch_get(c->model->hp.arch)->encoder && (ret = encoder_begin(c, b, &bi)) != 0)
         return ret;
-    }
     lm_status st = lm_context_apply_k_shift(c);
     if (st) {
         LM_LOG_ERR("decode: cannot rotate the cached keys for the shifted positions: %s\n", lm_status_str(st));
@@ -530,9 +528,8 @@ int lm_context_decode(struct lm_context *c, const struct lm_batch *b)
     if (kv->head > kv->used + 2 * (uint32_t)b->n_tokens)
         kv->head = 0;
     uint32_t head = kv->head;
-    if (!lm_kv_find_slot(kv, (uint32_t)b->n_tokens, bi.pos, bi.seq, bi.cells)) {
+    if (!lm_kv_find_slot(kv, (uint32_t)b->n_tokens, bi.pos, bi.seq, bi.cells))
         return 1;
-    }
     st = compute_batch(c, b, &bi);
     if (st) {
         LM_LOG_ERR("decode: %s\n", lm_status_str(st));

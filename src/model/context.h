@@ -47,7 +47,7 @@ struct lm_context {
     bool reuse;                   /* keep graphs (lm_context_params.no_graph_reuse not set) */
     int64_t n_reused;             /* decodes that ran the kept graph */
 
-    /* A decode's per-token arrays (context.c's struct batch_info), n_batch
+    /* A decode's per-token arrays (context.c's struct lm_batch_scratch), n_batch
      * entries each, made with the context; and the attention mask's host
      * copy, grown to the largest n_kv x n_tokens seen and never shrunk. */
     struct lm_batch_scratch *scratch;

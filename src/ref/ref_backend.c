@@ -179,7 +179,7 @@ bool lm_ref_supports(const struct lm_tensor *t)
         return false;
     const struct op_row *r = &rows[t->op];
     if (!r->compute)
-        return t->op == LM_OP_NONE || lm_is_view_op(t->op);
+        return !lm_op_computes(t->op);
     return !r->supports || r->supports(t);
 }
 
@@ -197,9 +197,9 @@ static lm_status be_graph_compute(lm_backend_t be, struct lm_graph *g)
         return LM_ERR_INVALID_ARG;
     for (int i = 0; i < g->n_nodes; i++) {
         struct lm_tensor *t = g->nodes[i];
-        if (t->op == LM_OP_NONE || lm_is_view_op(t->op) || lm_nelements(t) == 0)
+        if (!lm_op_computes(t->op) || lm_nelements(t) == 0)
             continue;
-        if (!lm_ref_supports(t) || !rows[t->op].compute) {
+        if (!lm_ref_supports(t)) { /* false too for an op without a compute function */
             LM_LOG_ERR("ref: node '%s' (%s) is not supported\n", t->name, lm_op_name(t->op));
             return LM_ERR_UNSUPPORTED;
         }

@@ -18,8 +18,6 @@
 #include "ref/ref.h"
 #include "util_cpu.h"
 
-static bool computes_nothing(enum lm_op op) { return op == LM_OP_NONE || lm_op_has(op, LM_OPF_VIEW); }
-
 static void test_rows(void)
 {
     int n_view = 0, n_inplace = 0;
@@ -31,10 +29,10 @@ static void test_rows(void)
         if (!r || !c)
             continue;
         CHECKF(strcmp(lm_op_name(op), r->name) == 0 && strcmp(r->name, "?") != 0, "op %d: name %s", i, r->name);
-        CHECKF((c->compute == NULL) == computes_nothing(op), "%s: CPU compute %s", r->name,
+        CHECKF((c->compute == NULL) == !lm_op_computes(op), "%s: CPU compute %s", r->name,
                c->compute ? "present for an op that computes nothing" : "missing");
         CHECKF(!c->compute ? !c->work && !c->supports : true, "%s: a CPU row without compute has other slots", r->name);
-        CHECKF(lm_ref_op_computed(op) == !computes_nothing(op), "%s: ref compute %s", r->name,
+        CHECKF(lm_ref_op_computed(op) == lm_op_computes(op), "%s: ref compute %s", r->name,
                lm_ref_op_computed(op) ? "present for an op that computes nothing" : "missing");
         CHECKF(lm_is_view_op(op) == lm_op_has(op, LM_OPF_VIEW), "%s: lm_is_view_op disagrees", r->name);
         if (r->flags & LM_OPF_VIEW) {
@@ -51,6 +49,7 @@ static void test_rows(void)
     CHECK(lm_cpu_op_row(LM_OP_COUNT) == NULL && lm_cpu_op_row(below) == NULL);
     CHECK(!lm_ref_op_computed(LM_OP_COUNT) && !lm_ref_op_computed(below));
     CHECK(!lm_op_has(LM_OP_COUNT, 0) && strcmp(lm_op_name(LM_OP_COUNT), "?") == 0);
+    CHECK(!lm_op_computes(LM_OP_COUNT) && !lm_op_computes(below) && !lm_op_computes(LM_OP_NONE));
 }
 
 /* A node of an op the CPU does not compute is an error, on both the query

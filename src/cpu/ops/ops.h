@@ -51,6 +51,9 @@ struct lm_cpu_op_row {
     lm_cpu_op_fn compute;                        /* NULL: not computed on the CPU (views and leaves compute nothing) */
 };
 
+/* The rows, indexed by op (cpu/op_table.c); the executor indexes them
+ * directly once plan() has checked every node's op. */
+extern const struct lm_cpu_op_row lm_cpu_op_rows[LM_OP_COUNT];
 /* The row of op, or NULL for a value outside enum lm_op. Pure. */
 const struct lm_cpu_op_row *lm_cpu_op_row(enum lm_op op);
 
